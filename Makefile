@@ -1,0 +1,59 @@
+# Sinew convenience driver around CMake/CTest.
+#   make test | run | bench | bench-quick | tsan | asan | install | clean
+# Extra CMake options: make CMAKE_FLAGS="-DSINEW_AVX2=ON" build
+
+BUILD       = build
+BUILD_TYPE  = Release
+PREFIX      = /usr/local
+JOBS       := $(shell nproc)
+CMAKE_FLAGS =
+
+TSAN_BUILD  = build-tsan
+ASAN_BUILD  = build-asan
+SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
+
+.PHONY: all deps configure build test run bench bench-quick tsan asan install clean
+
+all: build
+
+deps:
+	@bash tools/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j $(JOBS) -LE soak
+
+run: build
+	$(BUILD)/tools/sinew demo
+
+bench: build
+	mkdir -p bench/results
+	$(BUILD)/bench/sinew-bench --all --json bench/results/latest.json
+
+bench-quick: build
+	mkdir -p bench/results
+	$(BUILD)/bench/sinew-bench --all --quick --json bench/results/latest.json
+
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		$(TSAN_BUILD)/tests/sinew-tests "[tsan]"
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS="detect_leaks=1" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+		$(ASAN_BUILD)/tests/sinew-tests
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-tsan build-asan

@@ -1,0 +1,107 @@
+#include <sinew/graph.hpp>
+
+#include <sstream>
+
+#include "runtime.hpp"
+
+namespace sinew {
+
+using detail::run_state;
+
+graph::graph(node root, graph_options o) {
+  if (!root) throw graph_error("graph", "empty root node");
+  auto g = std::make_shared<detail::compiled_graph>();
+  g->root = root;
+  g->opts = o;
+  std::string path = root.impl()->segment();
+  root.impl()->check(path);
+  detail::stream_compiler c;
+  root.impl()->compile_stream(c, path);
+  g->stages = std::move(c.stages);
+  g_ = std::move(g);
+}
+
+graph::~graph() = default;
+graph::graph(graph&&) noexcept = default;
+graph& graph::operator=(graph&&) noexcept = default;
+
+run_future graph::run(source src, sink snk) {
+  auto s = std::make_shared<run_state>(g_, std::move(src), std::move(snk));
+  s->start();
+  return run_future(std::move(s));
+}
+
+std::size_t graph::stage_count() const { return g_->stages.size(); }
+const node& graph::root() const { return g_->root; }
+
+std::string graph::describe() const {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < g_->stages.size(); ++i) {
+    const auto& s = g_->stages[i];
+    os << i << ": " << s.path << " x" << s.concurrency << (s.in_place ? " in-place" : "");
+    for (unsigned d : s.enter_regions) os << " enter-ordered(" << d << ")";
+    if (s.exit_region >= 0) os << " exit-ordered(" << s.exit_region << ")";
+    if (!s.entry_pipelines.empty()) os << " pushes-layers(" << s.entry_pipelines.size() << ")";
+    os << "\n";
+  }
+  return os.str();
+}
+
+void run_future::wait() const {
+  std::unique_lock<std::mutex> lk(s_->done_m);
+  s_->done_cv.wait(lk, [&] { return s_->done; });
+}
+
+bool run_future::wait_for(std::chrono::milliseconds d) const {
+  std::unique_lock<std::mutex> lk(s_->done_m);
+  return s_->done_cv.wait_for(lk, d, [&] { return s_->done; });
+}
+
+bool run_future::ready() const {
+  std::lock_guard<std::mutex> lk(s_->done_m);
+  return s_->done;
+}
+
+void run_future::get() {
+  wait();
+  std::call_once(s_->join_once, [&] {
+    if (s_->source_thread.joinable() && s_->source_thread.get_id() != std::this_thread::get_id())
+      s_->source_thread.join();
+  });
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lk(s_->err_m);
+    e = s_->error;
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+void run_future::cancel() { s_->request(run_state::cancelled); }
+void run_future::stop() { s_->request(run_state::stopping); }
+
+run_stats run_future::stats() const {
+  run_stats r;
+  r.units_in = s_->units_in.load();
+  r.units_out = s_->units_out.load();
+  r.units_alive_max = s_->alive_max.load();
+  for (auto& c : s_->channels) r.capacity_total += c->cap;
+  {
+    std::lock_guard<std::mutex> lk(s_->done_m);
+    auto end = s_->done ? s_->t1 : std::chrono::steady_clock::now();
+    r.seconds = std::chrono::duration<double>(end - s_->t0).count();
+  }
+  for (auto& st : s_->stages) {
+    stage_stats x;
+    x.path = st->spec ? st->spec->path : s_->snk.impl().label();
+    x.concurrency = st->max_active;
+    x.capacity = st->in->cap;
+    x.high_water = st->in->high_water.load();
+    x.units = st->units.load();
+    x.busy_ns = st->busy_ns.load();
+    x.activations = st->activations.load();
+    r.stages.push_back(std::move(x));
+  }
+  return r;
+}
+
+}  // namespace sinew

@@ -1,0 +1,407 @@
+// Graph runtime: channels, stage activation, source thread, end of stream,
+// failure and cancellation. See docs/runtime.md for the invariants.
+#include "runtime.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <sinew/buffer_pool.hpp>
+#include <sinew/pipeline.hpp>
+
+namespace sinew::detail {
+
+namespace {
+std::uint64_t now_ns() {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count());
+}
+void raise_max(std::atomic<std::size_t>& m, std::size_t v) {
+  std::size_t cur = m.load(std::memory_order_relaxed);
+  while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}
+}
+}  // namespace
+
+// ---------------------------------------------------------------- channel
+
+channel::channel(kind k_, std::size_t cap_, int depth_) : k(k_), cap(cap_ ? cap_ : 1), depth(depth_) {
+  if (k == kind::spsc) sr = std::make_unique<spsc_ring<work_unit*>>(cap);
+  else if (k == kind::mpmc) mr = std::make_unique<mpmc_ring<work_unit*>>(cap);
+}
+
+bool channel::try_reserve() noexcept {
+  std::size_t u = used.load(std::memory_order_seq_cst);
+  while (u < cap)
+    if (used.compare_exchange_weak(u, u + 1, std::memory_order_seq_cst)) {
+      raise_max(high_water, u + 1);
+      return true;
+    }
+  return false;
+}
+
+void channel::unreserve() noexcept {
+  used.fetch_sub(1, std::memory_order_seq_cst);
+  freed();
+}
+
+void channel::freed() {
+  if (producer) {
+    producer->notify();
+  } else if (waiters.load(std::memory_order_seq_cst) > 0) {
+    space_epoch.fetch_add(1, std::memory_order_seq_cst);
+    space_epoch.notify_all();
+  }
+}
+
+void channel::push(work_unit* u) {
+  if (k == kind::reorder) {
+    std::lock_guard<std::mutex> lk(m);
+    pending.emplace(u->ticket(unsigned(depth)), u);
+    std::size_t r = ready.load(std::memory_order_relaxed);
+    while (pending.count(next + r)) ++r;
+    ready.store(r, std::memory_order_seq_cst);
+    queued.store(pending.size(), std::memory_order_seq_cst);
+    return;
+  }
+  // Cannot fail: `used` <= cap <= ring capacity and `used` drops only after
+  // the consumer has released the cell.
+  if (sr) sr->try_push(u);
+  else mr->try_push(u);
+}
+
+bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
+  bool ok;
+  if (k == kind::reorder) {
+    std::lock_guard<std::mutex> lk(m);
+    ok = false;
+    if (!pending.empty() && (pending.begin()->first == next || any_order)) {
+      auto it = pending.begin();
+      u = it->second;
+      next = it->first + 1;
+      pending.erase(it);
+      std::size_t r = 0;
+      while (pending.count(next + r)) ++r;
+      ready.store(r, std::memory_order_seq_cst);
+      queued.store(pending.size(), std::memory_order_seq_cst);
+      ticket = pops++;
+      ok = true;
+    }
+  } else {
+    ok = sr ? sr->try_pop(u, &ticket) : mr->try_pop(u, &ticket);
+  }
+  if (!ok) return false;
+  used.fetch_sub(1, std::memory_order_seq_cst);
+  freed();
+  return true;
+}
+
+bool channel::has_data() const noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (k == kind::reorder)
+    return ready.load(std::memory_order_seq_cst) > 0 ||
+           (consumer && consumer->run->dropping() && queued.load(std::memory_order_seq_cst) > 0);
+  return sr ? !sr->empty_approx() : !mr->empty_approx();
+}
+
+// ---------------------------------------------------------------- stage
+
+void stage_rt::notify() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  unsigned a = active.load(std::memory_order_seq_cst);
+  if (a >= max_active || !has_work()) return;
+  while (a < max_active) {
+    if (active.compare_exchange_weak(a, a + 1, std::memory_order_seq_cst)) {
+      run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
+      return;
+    }
+  }
+}
+
+void stage_rt::activation() {
+  activations.fetch_add(1, std::memory_order_relaxed);
+  unsigned budget = run->g->opts.batch ? run->g->opts.batch : 1;
+  for (;;) {
+    if (out && !out->try_reserve()) break;
+    inflight.fetch_add(1, std::memory_order_seq_cst);
+    work_unit* u;
+    std::uint64_t ticket;
+    if (!in->try_pop(u, ticket, run->dropping())) {
+      if (out) out->used.fetch_sub(1, std::memory_order_seq_cst);  // our own slot: we recheck below
+      finish_one();
+      break;
+    }
+    process(u, ticket);
+    if (--budget == 0) {
+      // Yield the worker but keep our activation slot: a fresh task goes on.
+      run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
+      return;
+    }
+  }
+  active.fetch_sub(1, std::memory_order_seq_cst);
+  notify();  // work that arrived while we were leaving
+}
+
+void stage_rt::finish_one() {
+  if (inflight.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    if (work_unit* e = eos.exchange(nullptr, std::memory_order_seq_cst)) forward_eos(e);
+  }
+}
+
+void stage_rt::forward_eos(work_unit* e) {
+  if (!out) {  // the sink
+    run->release_unit(e);
+    run->complete();
+    return;
+  }
+  out->push(e);  // its slot was reserved when it was taken
+  out->consumer->notify();
+}
+
+void stage_rt::process(work_unit* u, std::uint64_t ticket) {
+  if (spec)
+    for (unsigned d : spec->enter_regions) u->set_ticket(d, ticket);
+  if (u->end_of_stream()) {
+    // Leaves after every unit taken before it: the last one out forwards it.
+    eos.store(u, std::memory_order_seq_cst);
+    finish_one();
+    return;
+  }
+  if (!out) {  // sink
+    if (!run->dropping()) {
+      try {
+        std::uint64_t t0 = now_ns();
+        run->snk.impl().consume(*u);
+        busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+        units.fetch_add(1, std::memory_order_relaxed);
+        run->units_out.fetch_add(1, std::memory_order_relaxed);
+      } catch (...) {
+        run->fail(run->snk.impl().label(), std::current_exception());
+      }
+    }
+    run->release_unit(u);
+    finish_one();
+    return;
+  }
+  if (!run->dropping()) {
+    try {
+      std::uint64_t t0 = now_ns();
+      for (const auto& p : spec->entry_pipelines) insert_pipeline_layers(*p, u->in(), *u);
+      exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), run->sched};
+      spec->exec->execute(a);
+      if (!spec->in_place) u->pop_layer();
+      busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      units.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      run->fail(spec->path, std::current_exception());
+    }
+  }
+  if (run->dropping()) {
+    run->release_unit(u);
+    out->used.fetch_sub(1, std::memory_order_seq_cst);
+    out->freed();
+  } else {
+    out->push(u);
+    out->consumer->notify();
+  }
+  finish_one();
+}
+
+// ---------------------------------------------------------------- run state
+
+run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink k)
+    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)) {
+  sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
+  const auto& specs = g->stages;
+  std::size_t n = specs.size();
+  for (std::size_t i = 0; i <= n; ++i) {
+    unsigned pc = i == 0 ? 1 : specs[i - 1].concurrency;
+    unsigned cc = i < n ? specs[i].concurrency : 1;
+    std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
+                      : g->opts.capacity           ? g->opts.capacity
+                                                   : std::max<std::size_t>(2, 2 * std::max(pc, cc));
+    channel::kind k = channel::kind::mpmc;
+    int depth = -1;
+    if (i > 0 && specs[i - 1].exit_region >= 0) {
+      k = channel::kind::reorder;
+      depth = specs[i - 1].exit_region;
+    } else if (pc == 1 && cc == 1) {
+      k = channel::kind::spsc;
+    }
+    channels.push_back(std::make_unique<channel>(k, cap, depth));
+  }
+  for (std::size_t i = 0; i <= n; ++i) {
+    auto st = std::make_unique<stage_rt>();
+    st->run = this;
+    st->spec = i < n ? &specs[i] : nullptr;
+    st->in = channels[i].get();
+    st->out = i < n ? channels[i + 1].get() : nullptr;
+    st->max_active = i < n ? specs[i].concurrency : 1;
+    channels[i]->consumer = st.get();
+    if (i < n) channels[i + 1]->producer = st.get();
+    stages.push_back(std::move(st));
+  }
+  out_types = g->root.impl()->output_types();
+}
+
+run_state::~run_state() {
+  if (source_thread.joinable()) {
+    if (source_thread.get_id() == std::this_thread::get_id()) source_thread.detach();
+    else source_thread.join();
+  }
+  for (auto& u : all_units) u->clear();
+}
+
+void run_state::start() {
+  snk.impl().prepare(out_types, src.impl().size_hint());
+  t0 = std::chrono::steady_clock::now();
+  source_thread = std::thread([self = shared_from_this()] { self->source_loop(); });
+}
+
+work_unit* run_state::acquire_unit() {
+  work_unit* u = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(pool_m);
+    if (!free_units.empty()) {
+      u = free_units.back();
+      free_units.pop_back();
+    } else {
+      all_units.push_back(std::make_unique<work_unit>());
+      u = all_units.back().get();
+    }
+  }
+  raise_max(alive_max, alive.fetch_add(1, std::memory_order_relaxed) + 1);
+  return u;
+}
+
+void run_state::release_unit(work_unit* u) {
+  u->clear();
+  alive.fetch_sub(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(pool_m);
+  free_units.push_back(u);
+}
+
+bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
+  for (;;) {
+    if (c.try_reserve()) return true;
+    if (give_up_when_stopping && state.load() != running) return false;
+    c.waiters.fetch_add(1, std::memory_order_seq_cst);
+    std::uint32_t e = c.space_epoch.load(std::memory_order_seq_cst);
+    bool ok = c.try_reserve();
+    bool quit = !ok && give_up_when_stopping && state.load() != running;
+    if (!ok && !quit) c.space_epoch.wait(e, std::memory_order_seq_cst);
+    c.waiters.fetch_sub(1, std::memory_order_seq_cst);
+    if (ok) return true;
+    if (quit) return false;
+  }
+}
+
+void run_state::source_loop() {
+  channel& c0 = *channels[0];
+  stage_rt& first = *stages[0];
+  const node_impl& root = *g->root.impl();
+  const bool root_in_place = root.in_place();
+  const type_list root_out = root.output_types();
+  std::uint64_t seq = 0;
+  while (state.load() == running) {
+    if (!reserve_blocking(c0, true)) break;
+    work_unit* u = acquire_unit();
+    bool more = false;
+    try {
+      layer in;
+      unit_builder b(in, seq, &stop_flag);
+      more = src.impl().next(b);
+      if (more) {
+        u->set_seq(seq);
+        u->set_grain(b.grain());
+        if (!root_in_place) {
+          shape os = root.output_shape(in.shape());
+          layer out(os);
+          bool provided = false;
+          try {
+            provided = snk.impl().provide(seq, os, out);
+          } catch (...) {
+            fail(snk.impl().label(), std::current_exception());
+            more = false;
+          }
+          if (more && !provided)
+            for (const elem_type* t : root_out.types) out.add(buffer_pool::global().acquire(os.count(), *t));
+          u->push_layer(std::move(out));
+        }
+        u->push_layer(std::move(in));
+      }
+    } catch (...) {
+      fail(src.impl().label(), std::current_exception());
+      more = false;
+    }
+    if (!more || dropping()) {
+      c0.unreserve();
+      release_unit(u);
+      break;
+    }
+    ++seq;
+    units_in.fetch_add(1, std::memory_order_relaxed);
+    c0.push(u);
+    first.notify();
+  }
+  // End of stream is always delivered: stages drain (or drop) what is ahead.
+  reserve_blocking(c0, false);
+  work_unit* e = acquire_unit();
+  e->set_end_of_stream(true);
+  e->set_seq(seq);
+  c0.push(e);
+  first.notify();
+}
+
+void run_state::fail(const std::string& path, std::exception_ptr e) {
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(e);
+  } catch (const node_error& ne) {
+    what = ne.what();
+  } catch (const std::exception& ex) {
+    what = ex.what();
+  } catch (...) {
+  }
+  {
+    std::lock_guard<std::mutex> lk(err_m);
+    if (!error && state.load() < failed) error = std::make_exception_ptr(node_error(path, what, e));
+  }
+  int s = state.load();
+  while (s < failed && !state.compare_exchange_weak(s, failed)) {}
+  stop_flag.store(true, std::memory_order_release);
+  wake_all();
+}
+
+void run_state::request(int how) {
+  if (how == cancelled) {
+    {
+      std::lock_guard<std::mutex> lk(err_m);
+      if (!error && state.load() < failed) error = std::make_exception_ptr(sinew::cancelled());
+    }
+    int s = state.load();
+    while (s < failed && !state.compare_exchange_weak(s, cancelled)) {}
+  } else {
+    int s = running;
+    state.compare_exchange_strong(s, stopping);
+  }
+  stop_flag.store(true, std::memory_order_release);
+  wake_all();
+}
+
+void run_state::wake_all() {
+  channel& c0 = *channels[0];
+  c0.space_epoch.fetch_add(1, std::memory_order_seq_cst);
+  c0.space_epoch.notify_all();
+  for (auto& s : stages) s->notify();
+}
+
+void run_state::complete() {
+  t1 = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lk(done_m);
+    done = true;
+  }
+  done_cv.notify_all();
+}
+
+}  // namespace sinew::detail

@@ -1,0 +1,130 @@
+#pragma once
+// Internal: run-time objects of one graph run (channels, stages, run state).
+// Invariants are written down in docs/runtime.md.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <sinew/detail/ring.hpp>
+#include <sinew/graph.hpp>
+
+namespace sinew::detail {
+
+struct compiled_graph {
+  node root;
+  graph_options opts;
+  std::vector<stage_spec> stages;
+};
+
+struct run_state;
+struct stage_rt;
+
+/// A bounded edge. `used` counts reserved plus queued units and never
+/// exceeds `cap`: producers reserve before they take their own input.
+struct channel {
+  enum class kind { spsc, mpmc, reorder };
+  channel(kind k, std::size_t cap, int ticket_depth);
+
+  bool try_reserve() noexcept;
+  void unreserve() noexcept;  // give a reservation back (no unit pushed)
+  void push(work_unit* u);    // fill a reserved slot
+  /// Takes a unit; `ticket` = its position in this channel's output order.
+  bool try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order);
+  bool has_data() const noexcept;
+  bool has_space() const noexcept { return used.load(std::memory_order_seq_cst) < cap; }
+
+  const kind k;
+  const std::size_t cap;
+  const int depth;  // reorder: ticket slot used for ordering
+  std::atomic<std::size_t> used{0};
+  std::atomic<std::size_t> queued{0};
+  std::atomic<std::size_t> high_water{0};
+  std::unique_ptr<spsc_ring<work_unit*>> sr;
+  std::unique_ptr<mpmc_ring<work_unit*>> mr;
+  // reorder channel state
+  std::mutex m;
+  std::map<std::uint64_t, work_unit*> pending;
+  std::uint64_t next = 0, pops = 0;
+  std::atomic<std::size_t> ready{0};  // pending units whose turn has come
+
+  stage_rt* consumer = nullptr;
+  stage_rt* producer = nullptr;  // null: the source thread
+  // The source thread sleeps here when the channel is full.
+  std::atomic<int> waiters{0};
+  std::atomic<std::uint32_t> space_epoch{0};
+  void freed();  // a slot became free: wake the producer
+};
+
+struct stage_rt {
+  run_state* run;
+  const stage_spec* spec;  // null: the sink
+  channel* in;
+  channel* out;  // null: the sink
+  unsigned max_active;
+  std::atomic<unsigned> active{0};
+  std::atomic<std::size_t> inflight{0};
+  std::atomic<work_unit*> eos{nullptr};
+  std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0};
+
+  bool has_work() const noexcept { return in->has_data() && (!out || out->has_space()); }
+  void notify();
+  void activation();
+  void process(work_unit* u, std::uint64_t ticket);
+  void finish_one();                // a popped data unit left the stage
+  void forward_eos(work_unit* e);
+};
+
+struct run_state : std::enable_shared_from_this<run_state> {
+  enum : int { running = 0, stopping = 1, failed = 2, cancelled = 3 };
+
+  run_state(std::shared_ptr<const compiled_graph> g, source src, sink snk);
+  ~run_state();
+  void start();
+  void source_loop();
+  bool reserve_blocking(channel& c, bool give_up_when_stopping);
+
+  work_unit* acquire_unit();
+  void release_unit(work_unit* u);
+  void fail(const std::string& path, std::exception_ptr e);
+  void request(int how);  // stop or cancel
+  void complete();        // end of stream reached the sink
+  void wake_all();
+  bool dropping() const noexcept { return state.load(std::memory_order_acquire) >= failed; }
+
+  std::shared_ptr<const compiled_graph> g;
+  source src;
+  sink snk;
+  scheduler* sched;
+  std::vector<std::unique_ptr<channel>> channels;
+  std::vector<std::unique_ptr<stage_rt>> stages;  // back(): the sink
+  type_list out_types;
+
+  std::atomic<int> state{running};
+  std::atomic<bool> stop_flag{false};  // seen by sources through unit_builder
+  std::mutex err_m;
+  std::exception_ptr error;
+
+  // unit recycling
+  std::mutex pool_m;
+  std::vector<work_unit*> free_units;
+  std::vector<std::unique_ptr<work_unit>> all_units;
+  std::atomic<std::size_t> alive{0}, alive_max{0};
+
+  std::atomic<std::uint64_t> units_in{0}, units_out{0};
+  std::chrono::steady_clock::time_point t0, t1;
+  std::thread source_thread;
+  std::mutex done_m;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::once_flag join_once;
+};
+
+}  // namespace sinew::detail

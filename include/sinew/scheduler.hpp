@@ -1,0 +1,99 @@
+#pragma once
+/// \file scheduler.hpp
+/// The interface every scheduling policy implements (`tbb` here; `steal` and
+/// `deal` in the scheduler issue). Graphs use it to activate stages and to
+/// run the chunks of a map; programs can also use it directly.
+///
+/// \code
+/// auto& s = sinew::default_scheduler();
+/// sinew::task_group g(s);
+/// for (int i = 0; i < 100; ++i) g.run([i] { work(i); });
+/// g.wait();                                   // rethrows the first exception
+/// s.parallel_for(1'000'000, 1024, [&](size_t b, size_t e) { for (auto i = b; i < e; ++i) x[i] *= 2; });
+/// \endcode
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <sinew/buffer.hpp>
+#include <sinew/detail/function_ref.hpp>
+
+namespace sinew {
+
+/// Where a task would best run: a NUMA node, or the buffers it reads (a
+/// NUMA-aware scheduler computes the node from where their pages are).
+struct locality_hint {
+  int numa_node = -1;
+  std::span<const buffer_ref> reads{};
+};
+
+/// Counters of one scheduler since it was created (or since `reset_stats`).
+struct scheduler_stats {
+  struct worker {
+    std::uint64_t tasks = 0;    ///< tasks (and map chunks) run by this worker
+    std::uint64_t busy_ns = 0;  ///< time spent running them
+  };
+  std::uint64_t tasks_submitted = 0;
+  std::uint64_t tasks_run = 0;
+  std::uint64_t parallel_fors = 0;
+  std::vector<worker> workers;
+  /// Fastest worker's busy time / slowest's, over workers that ran anything
+  /// (1 = perfectly balanced; seed 004's load-balance ratio).
+  double load_balance() const;
+};
+
+class scheduler {
+ public:
+  virtual ~scheduler() = default;
+  /// Policy name: "tbb", "steal", "deal".
+  virtual const char* name() const noexcept = 0;
+  /// Number of workers.
+  virtual unsigned concurrency() const noexcept = 0;
+  /// Runs `fn` asynchronously. `fn` must not throw (wrap it, or use task_group).
+  virtual void submit(std::function<void()> fn, const locality_hint& hint = {}) = 0;
+  /// Runs `body(b, e)` over blocks covering [0, n), each at least `grain`
+  /// long (except the last), in parallel, and returns when all are done.
+  /// Exceptions from `body` propagate (the first one wins).
+  virtual void parallel_for(std::size_t n, std::size_t grain,
+                            detail::function_ref<void(std::size_t, std::size_t)> body) = 0;
+  virtual scheduler_stats stats() const = 0;
+  virtual void reset_stats() = 0;
+};
+
+/// The process-wide default scheduler (`tbb` over all hardware threads, or
+/// `SINEW_THREADS` threads when that environment variable is set).
+scheduler& default_scheduler();
+
+/// A set of tasks one can wait for.
+class task_group {
+ public:
+  explicit task_group(scheduler& s) : s_(s), st_(std::make_shared<state>()) {}
+  task_group(const task_group&) = delete;
+  task_group& operator=(const task_group&) = delete;
+  ~task_group() { wait_no_throw(); }
+
+  /// Submits `fn`; an exception it throws is kept and rethrown by `wait()`.
+  void run(std::function<void()> fn, const locality_hint& hint = {});
+  /// Sleeps until every task run so far has finished; rethrows the first
+  /// exception one of them threw.
+  void wait();
+
+ private:
+  struct state {
+    std::atomic<std::uint32_t> pending{0};
+    std::mutex m;
+    std::exception_ptr error;
+  };
+  void wait_no_throw() noexcept;
+  scheduler& s_;
+  std::shared_ptr<state> st_;
+};
+
+}  // namespace sinew

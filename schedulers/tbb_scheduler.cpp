@@ -1,0 +1,101 @@
+#include <sinew/tbb_scheduler.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+namespace sinew {
+
+namespace {
+std::uint64_t now_ns() {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count());
+}
+}  // namespace
+
+struct tbb_scheduler::impl {
+  struct alignas(64) counters {
+    std::atomic<std::uint64_t> tasks{0}, busy{0};
+  };
+  explicit impl(unsigned n) : threads(n), arena(int(n)), per_worker(new counters[n + 1]) {}
+  unsigned threads;
+  tbb::task_arena arena;
+  std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arena
+  std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0};
+
+  counters& mine() {
+    int i = tbb::this_task_arena::current_thread_index();
+    return per_worker[(i >= 0 && unsigned(i) < threads) ? unsigned(i) : threads];
+  }
+  void account(std::uint64_t t0) {
+    auto& c = mine();
+    c.tasks.fetch_add(1, std::memory_order_relaxed);
+    c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  }
+};
+
+tbb_scheduler::tbb_scheduler(unsigned threads)
+    : p_(std::make_unique<impl>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()))) {
+  p_->arena.initialize();
+}
+
+tbb_scheduler::~tbb_scheduler() = default;
+
+unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
+
+void tbb_scheduler::submit(std::function<void()> fn, const locality_hint&) {
+  p_->submitted.fetch_add(1, std::memory_order_relaxed);
+  impl* p = p_.get();
+  p_->arena.enqueue([p, fn = std::move(fn)] {
+    std::uint64_t t0 = now_ns();
+    fn();
+    p->run.fetch_add(1, std::memory_order_relaxed);
+    p->account(t0);
+  });
+}
+
+void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
+                                 detail::function_ref<void(std::size_t, std::size_t)> body) {
+  if (n == 0) return;
+  if (grain == 0) grain = 1;
+  p_->pfors.fetch_add(1, std::memory_order_relaxed);
+  impl* p = p_.get();
+  auto loop = [&] {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, grain),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          std::uint64_t t0 = now_ns();
+          body(r.begin(), r.end());
+          p->account(t0);
+        },
+        tbb::auto_partitioner());
+  };
+  p_->arena.execute(loop);  // runs in place when already inside the arena
+}
+
+scheduler_stats tbb_scheduler::stats() const {
+  scheduler_stats s;
+  s.tasks_submitted = p_->submitted.load();
+  s.tasks_run = p_->run.load();
+  s.parallel_fors = p_->pfors.load();
+  for (unsigned i = 0; i <= p_->threads; ++i)
+    s.workers.push_back({p_->per_worker[i].tasks.load(), p_->per_worker[i].busy.load()});
+  return s;
+}
+
+void tbb_scheduler::reset_stats() {
+  p_->submitted = 0;
+  p_->run = 0;
+  p_->pfors = 0;
+  for (unsigned i = 0; i <= p_->threads; ++i) {
+    p_->per_worker[i].tasks = 0;
+    p_->per_worker[i].busy = 0;
+  }
+}
+
+}  // namespace sinew

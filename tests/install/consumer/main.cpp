@@ -1,0 +1,8 @@
+#include <sinew/version.hpp>
+
+#include <iostream>
+
+int main() {
+    std::cout << "sinew " << sinew::version_string() << '\n';
+    return 0;
+}
