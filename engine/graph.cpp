@@ -84,6 +84,7 @@ run_stats run_future::stats() const {
   r.units_in = s_->units_in.load();
   r.units_out = s_->units_out.load();
   r.units_alive_max = s_->alive_max.load();
+  r.units_alive = s_->alive.load();
   for (auto& c : s_->channels) r.capacity_total += c->cap;
   {
     std::lock_guard<std::mutex> lk(s_->done_m);

@@ -150,6 +150,13 @@ void stage_rt::finish_one() {
 void stage_rt::forward_eos(work_unit* e) {
   if (!out) {  // the sink
     run->release_unit(e);
+    if (!run->dropping()) {
+      try {
+        run->snk.impl().finish();
+      } catch (...) {
+        run->fail(run->snk.impl().label(), std::current_exception());
+      }
+    }
     run->complete();
     return;
   }

@@ -57,6 +57,7 @@ struct run_stats {
   std::uint64_t units_in = 0;   ///< units the source produced
   std::uint64_t units_out = 0;  ///< units the sink received
   std::uint64_t units_alive_max = 0;  ///< most units alive at once
+  std::uint64_t units_alive = 0;      ///< units alive now (0 once the run ended)
   std::size_t capacity_total = 0;     ///< sum of queue capacities
   double seconds = 0;                 ///< start to end of stream at the sink
   std::vector<stage_stats> stages;    ///< in graph order; the sink is last

@@ -128,7 +128,7 @@ class map_exec final : public executable {
         call_chunk(b, e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
-      else a.sched->parallel_for(n, g, body);
+      else split(a, n, g, 1, body);
     } else {
       std::size_t n = in.count();
       std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
@@ -138,8 +138,19 @@ class map_exec final : public executable {
         run_elems(b, e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
-      else a.sched->parallel_for(n, std::max<std::size_t>(g, 256), body);
+      else split(a, n, g, 2048, body);
     }
+  }
+
+  /// Parallel loop over [0, n) in blocks that are multiples of `g` (the
+  /// indivisible unit), each task at least `min_items` long where possible.
+  template <class Body>
+  static void split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
+    std::size_t blocks = (n + g - 1) / g;
+    std::size_t per_task = std::max<std::size_t>(1, (min_items + g - 1) / g);
+    a.sched->parallel_for(blocks, per_task, [&](std::size_t bb, std::size_t be) {
+      body(bb * g, std::min(n, be * g));
+    });
   }
 
  private:

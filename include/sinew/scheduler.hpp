@@ -58,9 +58,10 @@ class scheduler {
   virtual unsigned concurrency() const noexcept = 0;
   /// Runs `fn` asynchronously. `fn` must not throw (wrap it, or use task_group).
   virtual void submit(std::function<void()> fn, const locality_hint& hint = {}) = 0;
-  /// Runs `body(b, e)` over blocks covering [0, n), each at least `grain`
-  /// long (except the last), in parallel, and returns when all are done.
-  /// Exceptions from `body` propagate (the first one wins).
+  /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
+  /// returns when all are done. `grain` is the smallest block worth a task:
+  /// blocks are split while longer than `grain`, so none is shorter than
+  /// grain/2 unless n is. Exceptions from `body` propagate (the first wins).
   virtual void parallel_for(std::size_t n, std::size_t grain,
                             detail::function_ref<void(std::size_t, std::size_t)> body) = 0;
   virtual scheduler_stats stats() const = 0;

@@ -40,6 +40,9 @@ class sink_impl {
   }
   /// Receives a finished unit; its layer 0 holds the result.
   virtual void consume(work_unit& u) = 0;
+  /// End of stream: called once, after the last unit, unless the run failed
+  /// or was cancelled.
+  virtual void finish() {}
   virtual std::string label() const { return "sink"; }
 };
 
@@ -115,12 +118,15 @@ class arrays_sink final : public sink_impl {
 
 class callback_sink final : public sink_impl {
  public:
-  explicit callback_sink(std::function<void(const work_unit&)> f) : f_(std::move(f)) {}
+  callback_sink(std::function<void(const work_unit&)> f, std::function<void()> end)
+      : f_(std::move(f)), end_(std::move(end)) {}
   void consume(work_unit& u) override { if (f_) f_(u); }
+  void finish() override { if (end_) end_(); }
   std::string label() const override { return f_ ? "sink(for_each)" : "sink(discard)"; }
 
  private:
   std::function<void(const work_unit&)> f_;
+  std::function<void()> end_;
 };
 
 }  // namespace detail
@@ -145,11 +151,12 @@ template <class... C>
 sink into_arrays(C&... arrays) {
   return sink(std::make_shared<detail::arrays_sink<C...>>(arrays...));
 }
-/// Calls `fn` for every unit, one at a time.
-inline sink for_each(std::function<void(const work_unit&)> fn) {
-  return sink(std::make_shared<detail::callback_sink>(std::move(fn)));
+/// Calls `fn` for every unit, one at a time, then `at_end` once at end of
+/// stream (not after a failure or cancellation).
+inline sink for_each(std::function<void(const work_unit&)> fn, std::function<void()> at_end = nullptr) {
+  return sink(std::make_shared<detail::callback_sink>(std::move(fn), std::move(at_end)));
 }
 /// Drops results.
-inline sink discard() { return sink(std::make_shared<detail::callback_sink>(nullptr)); }
+inline sink discard() { return sink(std::make_shared<detail::callback_sink>(nullptr, nullptr)); }
 
 }  // namespace sinew

@@ -105,8 +105,14 @@ class work_unit {
 
   std::size_t depth() const noexcept { return layers_.size(); }
   /// Layer `k` counted from the top (0 = input of the next leaf).
-  layer& at(std::size_t k) { return layers_.at(layers_.size() - 1 - k); }
-  const layer& at(std::size_t k) const { return layers_.at(layers_.size() - 1 - k); }
+  layer& at(std::size_t k) {
+    check_depth(k);
+    return layers_[layers_.size() - 1 - k];
+  }
+  const layer& at(std::size_t k) const {
+    check_depth(k);
+    return layers_[layers_.size() - 1 - k];
+  }
   layer& in() { return at(0); }
   layer& out() { return at(1); }
   const layer& in() const { return at(0); }
@@ -144,6 +150,12 @@ class work_unit {
   void set_ticket(unsigned d, std::uint64_t t) noexcept { tickets_[d] = t; }
 
  private:
+  void check_depth(std::size_t k) const {
+    if (k >= layers_.size())
+      throw error("the unit has " + std::to_string(layers_.size()) + " layer(s); layer " + std::to_string(k) +
+                  " does not exist");
+  }
+
   std::vector<layer> layers_;  // back() is layer 0
   std::uint64_t seq_ = 0;
   std::size_t grain_ = 1;

@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <set>
+
+#include "test_common.hpp"
+
+using namespace sinew;
+
+TEST_CASE("size classes are 64-byte multiples with at most 25% slack", "[buffer]") {
+  unsigned prev = 0;
+  for (std::size_t b = 1; b < (std::size_t(1) << 26); b = b * 5 / 4 + 1) {
+    auto [cls, cap] = buffer_pool::size_class(b);
+    CHECK(cap % 64 == 0);
+    CHECK(cap >= b);
+    if (b > 1024) CHECK(double(cap) <= double(b) * 1.25 + 64);
+    CHECK(cls >= prev);
+    prev = cls;
+  }
+  CHECK(buffer_pool::size_class(64).second == 64);
+  CHECK(buffer_pool::size_class(65).second == 128);
+  CHECK(buffer_pool::size_class(1025).second == 1280);
+}
+
+TEST_CASE("pool buffers are aligned, padded and reused", "[buffer]") {
+  buffer_pool pool;
+  void* first = nullptr;
+  {
+    auto b = pool.acquire<float>(1000);
+    REQUIRE(b);
+    first = b->data();
+    CHECK(reinterpret_cast<std::uintptr_t>(b->data()) % 64 == 0);
+    CHECK(b->capacity() % 64 == 0);
+    CHECK(b->capacity() >= 4000);
+    CHECK(b->count() == 1000);
+    CHECK(b->bytes() == 4000);
+    CHECK(pool.stats().bytes_in_use == b->capacity());
+  }
+  CHECK(pool.stats().bytes_in_use == 0);
+  auto c = pool.acquire<float>(990);  // same class
+  CHECK(c->data() == first);
+  CHECK(pool.stats().reuses == 1);
+  CHECK(pool.stats().allocations == 1);
+  auto d = pool.acquire<double>(990);  // other class
+  CHECK(d->data() != first);
+  CHECK(pool.stats().allocations == 2);
+}
+
+TEST_CASE("pool keeps at most max_cached_bytes", "[buffer]") {
+  buffer_pool pool(1 << 20);
+  {
+    std::vector<buffer_ref> v;
+    for (int i = 0; i < 8; ++i) v.push_back(pool.acquire<char>(512 * 1024));
+  }
+  CHECK(pool.stats().bytes_cached <= (1u << 20));
+  pool.trim();
+  CHECK(pool.stats().bytes_cached == 0);
+}
+
+TEST_CASE("buffer_ref shares and releases", "[buffer]") {
+  buffer_pool pool;
+  auto a = pool.acquire<int>(10);
+  {
+    buffer_ref b = a;
+    CHECK(a->use_count() == 2);
+    buffer_ref c = std::move(b);
+    CHECK(!b);
+    CHECK(a->use_count() == 2);
+  }
+  CHECK(a->use_count() == 1);
+  std::vector<int> mine(7, 3);
+  auto w = buffer_ref::wrap(mine.data(), mine.size());
+  CHECK(w->external());
+  CHECK(w.data<int>() == mine.data());
+  CHECK(w->count() == 7);
+}
+
+TEST_CASE("work unit layers follow the thesis' stack discipline", "[unit]") {
+  auto& pool = buffer_pool::global();
+  work_unit u;
+  auto x = pool.acquire<float>(4), y = pool.acquire<float>(4), out = pool.acquire<float>(4);
+  u.push_layer(layer(shape::d1(4), {out}));
+  u.push_layer(layer(shape::d1(4), {x, y}));
+  CHECK(u.depth() == 2);
+  CHECK(u.count() == 4);
+  CHECK(u.in().size() == 2);
+  CHECK(u.out()[0] == out);
+  // A two-stage pipeline inserts its intermediate layer below the top.
+  auto mid = pool.acquire<float>(4);
+  u.insert_below_top(layer(shape::d1(4), {mid}));
+  CHECK(u.depth() == 3);
+  CHECK(u.in()[0] == x);
+  CHECK(u.out()[0] == mid);
+  u.pop_layer();  // stage 1 done: stage 2 reads mid, writes out
+  CHECK(u.in()[0] == mid);
+  CHECK(u.out()[0] == out);
+  u.pop_layer();
+  CHECK(u.in()[0] == out);
+  CHECK_THROWS_AS(u.output<float>(0), sinew::error);  // no layer 1 left
+  CHECK_THROWS_AS(u.input<double>(0), sinew::error);   // wrong element size
+}
+
+TEST_CASE("views index 1-, 2- and 3-D row-major", "[unit]") {
+  std::vector<int> d(2 * 3 * 4);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = int(i);
+  view<int, 3> v3(d.data(), shape::d3(2, 3, 4));
+  CHECK(v3(1, 2, 3) == 23);
+  CHECK(v3.planes() == 2);
+  CHECK(v3.rows() == 3);
+  CHECK(v3.cols() == 4);
+  view<int, 2> v2(d.data(), shape::d2(6, 4));
+  CHECK(v2(5, 1) == 21);
+  CHECK(v2.rows() == 6);
+  view<const int, 1> v1(d.data(), shape::d1(24));
+  CHECK(v1[7] == 7);
+  CHECK(v1.cols() == 24);
+  sinew::index i{23, &v3.shape()};
+  CHECK(i.coord(0) == 1);
+  CHECK(i.coord(1) == 2);
+  CHECK(i.coord(2) == 3);
+}
+
+TEST_CASE("array owns aligned memory and copies deeply", "[unit]") {
+  array<float, 2> a(shape::d2(3, 5));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i);
+  CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % 64 == 0);
+  array<float, 2> b = a;
+  CHECK(b == a);
+  CHECK(b.data() != a.data());
+  CHECK(a(2, 4) == 14.f);
+}

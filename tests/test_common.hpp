@@ -1,0 +1,44 @@
+#pragma once
+// Helpers shared by the engine tests.
+#include <sinew/sinew.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace sinew_test {
+
+// Units in the large equality tests. ThreadSanitizer runs ~10x slower, so it
+// uses fewer (the interleavings, not the count, are what it checks).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr std::size_t big_units = 20'000;
+#else
+inline constexpr std::size_t big_units = 100'000;
+#endif
+
+struct inc {
+  void operator()(int x, int* y) const { *y = x + 1; }
+};
+struct twice {
+  void operator()(int x, int* y) const { *y = 2 * x; }
+};
+struct square_in_place {
+  void operator()(int& x) const { x = int((long long)x * x % 1000003); }
+};
+struct add_pair {
+  void operator()(int a, int b, int* s, int* d) const {
+    *s = a + b;
+    *d = a - b;
+  }
+};
+
+inline int sq_mod(int x) { return int((long long)x * x % 1000003); }
+
+/// Items 0..n-1, each `len` ints: item k holds k*len + j.
+inline std::vector<std::vector<int>> make_items(std::size_t n, std::size_t len) {
+  std::vector<std::vector<int>> v(n, std::vector<int>(len));
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t j = 0; j < len; ++j) v[k][j] = int((k * len + j) % 100000);
+  return v;
+}
+
+}  // namespace sinew_test

@@ -1,0 +1,412 @@
+// Skeleton semantics, alone and nested, against sequential results; ordering,
+// end of stream, back pressure, errors, cancellation and idleness.
+#include <catch2/catch.hpp>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "test_common.hpp"
+
+using namespace sinew;
+using namespace sinew_test;
+
+namespace {
+
+double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
+// Runs `tree` over generated items and compares each output with `ref`.
+template <class Ref>
+void check_against(const node& tree, std::size_t n, std::size_t len, Ref ref, graph_options o = {}) {
+  auto in = make_items(n, len);
+  const auto original = in;  // in-place leaves update the caller's input
+  std::vector<std::vector<int>> out;
+  graph g(tree, o);
+  auto f = g.run(in, out);
+  f.get();
+  REQUIRE(out.size() == n);
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    std::vector<int> want = original[k];
+    ref(want);
+    if (out[k] != want) ++bad;
+  }
+  CHECK(bad == 0);
+  auto st = f.stats();
+  CHECK(st.units_in == n);
+  CHECK(st.units_out == n);
+  CHECK(st.units_alive == 0);
+}
+
+struct throw_at {
+  void operator()(int x, int* y) const {
+    if (x == 7777) throw std::runtime_error("bad value 7777");
+    *y = x;
+  }
+};
+
+struct slow_copy {
+  void operator()(int x, int* y) const {
+    volatile int s = 0;
+    for (int i = 0; i < 200; ++i) s += i;
+    *y = x + s - s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("map alone, per element and in place", "[runtime][tsan]") {
+  check_against(map<inc>(), big_units, 4, [](auto& v) { for (auto& x : v) x += 1; });
+  check_against(map<square_in_place>(), 1000, 5000, [](auto& v) { for (auto& x : v) x = sq_mod(x); });
+}
+
+TEST_CASE("map splits a large unit over the workers", "[runtime]") {
+  std::vector<int> x(1 << 20);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = int(i % 1000);
+  std::vector<int> y;
+  tbb_scheduler s(2);
+  graph g(map<twice>(), {.scheduler = &s});
+  g.run(from_arrays(x), into_arrays(y)).get();
+  REQUIRE(y.size() == x.size());
+  bool ok = true;
+  for (std::size_t i = 0; i < x.size(); ++i) ok &= y[i] == 2 * x[i];
+  CHECK(ok);
+  CHECK(s.stats().parallel_fors >= 1);
+}
+
+TEST_CASE("a leaf with several inputs and outputs", "[runtime]") {
+  std::vector<int> a(10000), b(10000), s, d;
+  for (int i = 0; i < 10000; ++i) a[std::size_t(i)] = i, b[std::size_t(i)] = 3 * i;
+  graph g(map<add_pair>());
+  g.run(from_arrays(a, b), into_arrays(s, d)).get();
+  REQUIRE(s.size() == 10000);
+  CHECK(s[9999] == 4 * 9999);
+  CHECK(d[9999] == -2 * 9999);
+}
+
+TEST_CASE("pipeline of three stages", "[runtime][tsan]") {
+  check_against(pipeline(map<inc>(), map<twice>(), map<inc>()), big_units, 3,
+                [](auto& v) { for (auto& x : v) x = 2 * (x + 1) + 1; });
+}
+
+TEST_CASE("pipeline mixing in-place and producing stages", "[runtime]") {
+  check_against(pipeline(map<square_in_place>(), map<inc>(), map<square_in_place>(), map<twice>(),
+                         map<square_in_place>()),
+                20000, 3, [](auto& v) {
+                  for (auto& x : v) {
+                    x = sq_mod(x);
+                    x = x + 1;
+                    x = sq_mod(x);
+                    x = 2 * x;
+                    x = sq_mod(x);
+                  }
+                });
+}
+
+TEST_CASE("pipeline of farms of maps", "[runtime][tsan]") {
+  check_against(pipeline(farm(map<inc>(), 3), farm(pipeline(map<twice>(), map<inc>()), 2), map<inc>()),
+                big_units, 2, [](auto& v) { for (auto& x : v) x = 2 * (x + 1) + 1 + 1; });
+}
+
+TEST_CASE("farm inside farm", "[runtime][tsan]") {
+  check_against(farm(farm(map<inc>(), 2), 3), big_units, 2, [](auto& v) { for (auto& x : v) x += 1; });
+  check_against(farm(pipeline(map<inc>(), farm(map<twice>(), 2, farm_order::unordered)), 2), 20000, 2,
+                [](auto& v) { for (auto& x : v) x = 2 * (x + 1); });
+}
+
+TEST_CASE("loop inside pipeline", "[runtime][tsan]") {
+  auto until = [](const layer& l, std::size_t) { return l.get<const int>(0)[0] >= 1000; };
+  check_against(pipeline(map<inc>(), loop(map<twice>(), until), map<inc>()), big_units, 2, [](auto& v) {
+    int first = v[0] + 1;
+    int iters = 0;
+    do {
+      first *= 2;
+      ++iters;
+    } while (first < 1000);
+    for (auto& x : v) {
+      x += 1;
+      for (int i = 0; i < iters; ++i) x *= 2;
+      x += 1;
+    }
+  });
+}
+
+TEST_CASE("for loop repeats a fixed number of times, in place and not", "[runtime]") {
+  check_against(for_loop(map<inc>(), 5), 20000, 3, [](auto& v) { for (auto& x : v) x += 5; });
+  check_against(for_loop(map<square_in_place>(), 3), 20000, 3, [](auto& v) {
+    for (auto& x : v)
+      for (int i = 0; i < 3; ++i) x = sq_mod(x);
+  });
+  check_against(for_loop(pipeline(map<inc>(), map<twice>()), 3), 2000, 3, [](auto& v) {
+    for (auto& x : v)
+      for (int i = 0; i < 3; ++i) x = 2 * (x + 1);
+  });
+}
+
+TEST_CASE("map_reduce and reduce", "[runtime]") {
+  struct sq {
+    void operator()(int x, long long* y) const { *y = (long long)x * x; }
+  };
+  std::vector<int> x(100003);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = int(i % 977) - 400;
+  long long want = 0;
+  for (int v : x) want += (long long)v * v;
+  std::vector<long long> r;
+  graph g(map_reduce(sq{}, std::plus<long long>{}, {.chunk = 1000}));
+  g.run(from_arrays(x), into_arrays(r)).get();
+  REQUIRE(r.size() == 1);
+  CHECK(r[0] == want);
+
+  std::vector<int> s;
+  graph h(reduce<int>([](int a, int b) { return std::max(a, b); }));
+  h.run(from_arrays(x), into_arrays(s)).get();
+  CHECK(s[0] == 576);
+}
+
+TEST_CASE("map_reduce inside loop, over many units", "[runtime][tsan]") {
+  // Iteration 1 reduces the unit to its sum; later ones reduce one element.
+  struct half {
+    void operator()(int x, int* y) const { *y = x / 2; }
+  };
+  auto body = map_reduce(half{}, std::plus<int>{});
+  auto in = make_items(big_units, 4);
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(map<inc>(), for_loop(body, 3)));
+  g.run(in, out).get();
+  REQUIRE(out.size() == in.size());
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    int s = 0;
+    for (int x : in[k]) s += (x + 1) / 2;
+    s /= 2;
+    s /= 2;
+    if (out[k].size() != 1 || out[k][0] != s) ++bad;
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("ordered farms keep order; unordered ones deliver everything", "[runtime][tsan]") {
+  struct jitter {
+    void operator()(sinew::index i, int x, int* y) const {
+      // Uneven cost so replicas finish out of order.
+      volatile int s = 0;
+      for (int k = 0; k < (x % 7) * 300; ++k) s += k;
+      *y = x + int(i.linear) * 0;
+    }
+  };
+  for (auto order : {farm_order::ordered, farm_order::unordered}) {
+    std::vector<std::uint64_t> seen;
+    auto items = make_items(20000, 1);
+    graph g(pipeline(farm(map<jitter>(), 4, order), map<inc>()));
+    g.run(from(items), for_each([&](const work_unit& u) { seen.push_back(u.seq()); })).get();
+    REQUIRE(seen.size() == items.size());
+    bool in_order = std::is_sorted(seen.begin(), seen.end());
+    std::sort(seen.begin(), seen.end());
+    bool all = std::adjacent_find(seen.begin(), seen.end()) == seen.end() && seen.back() == items.size() - 1;
+    CHECK(all);
+    if (order == farm_order::ordered) CHECK(in_order);
+  }
+}
+
+TEST_CASE("end of stream reaches the sink exactly once, after the last unit", "[runtime][tsan]") {
+  std::atomic<int> ends{0};
+  std::atomic<std::uint64_t> at_end{0};
+  std::uint64_t got = 0;
+  auto items = make_items(50000, 1);
+  graph g(pipeline(farm(map<inc>(), 4, farm_order::unordered), farm(map<twice>(), 2)));
+  g.run(from(items), for_each([&](const work_unit&) { ++got; },
+                              [&] {
+                                ends++;
+                                at_end = got;
+                              }))
+      .get();
+  CHECK(ends.load() == 1);
+  CHECK(at_end.load() == items.size());
+}
+
+TEST_CASE("back pressure bounds the units alive", "[runtime][tsan]") {
+  // A fast source, a slow farm: the source must be held back.
+  std::atomic<std::size_t> produced{0}, consumed{0}, max_gap{0};
+  auto src = generate([&](unit_builder& b) {
+    std::size_t p = produced.load();
+    if (p == 20000) return false;
+    b.set_shape(shape::d1(8));
+    auto v = b.add<int>();
+    for (std::size_t i = 0; i < 8; ++i) v[i] = int(p + i);
+    produced = p + 1;
+    std::size_t gap = p + 1 - consumed.load();
+    if (gap > max_gap) max_gap = gap;
+    return true;
+  });
+  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 3), map<twice>()), {.capacity = 4});
+  auto f = g.run(src, for_each([&](const work_unit&) { consumed++; }));
+  f.get();
+  auto st = f.stats();
+  std::size_t workers = 0;
+  for (auto& s : st.stages) workers += s.concurrency;
+  INFO("alive max " << st.units_alive_max << ", capacity " << st.capacity_total << ", workers " << workers);
+  CHECK(st.units_out == 20000);
+  CHECK(st.units_alive_max <= st.capacity_total + 2);  // reservation invariant
+  CHECK(st.units_alive_max <= st.capacity_total + workers);
+  CHECK(max_gap.load() <= st.capacity_total + 2);
+  for (auto& s : st.stages) CHECK(s.high_water <= s.capacity);
+}
+
+TEST_CASE("a throwing leaf fails the run with its node path and releases every unit", "[runtime][tsan]") {
+  auto before = buffer_pool::global().stats().bytes_in_use;
+  auto items = make_items(30000, 1);  // item 7777 holds 7777
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(map<inc>(), farm(map<throw_at>(), 3).named("checker"), map<twice>()));
+  auto f = g.run(items, out);
+  try {
+    f.get();
+    FAIL("no exception");
+  } catch (const node_error& e) {
+    CHECK(e.path() == "pipeline[1]/checker/map<throw_at>");
+    CHECK(std::string(e.what()) == "pipeline[1]/checker/map<throw_at>: bad value 7777");
+    CHECK_THROWS_AS(std::rethrow_exception(e.cause()), std::runtime_error);
+  }
+  auto st = f.stats();
+  CHECK(st.units_alive == 0);
+  CHECK(st.units_out < items.size());
+  CHECK(buffer_pool::global().stats().bytes_in_use == before);
+}
+
+TEST_CASE("a throwing source or sink fails the run", "[runtime]") {
+  graph g(map<inc>());
+  int n = 0;
+  auto bad_src = generate([&](unit_builder& b) {
+    if (++n == 100) throw std::runtime_error("source broke");
+    b.set_shape(shape::d1(1));
+    b.add<int>()[0] = 1;
+    return true;
+  });
+  CHECK_THROWS_WITH(g.run(bad_src).get(), "source(generator): source broke");
+  auto items = make_items(1000, 1);
+  CHECK_THROWS_WITH(g.run(from(items), for_each([](const work_unit& u) {
+                       if (u.seq() == 500) throw std::logic_error("sink broke");
+                     })).get(),
+                    "sink(for_each): sink broke");
+}
+
+TEST_CASE("wrong buffer types are reported with the node path", "[runtime]") {
+  std::vector<std::vector<double>> in(3, std::vector<double>(4, 1.0));
+  graph g(pipeline(map<inc>(), map<twice>()));
+  CHECK_THROWS_WITH(g.run(from(in)).get(), Catch::Contains("pipeline[0]/map<inc>") && Catch::Contains("8-byte"));
+  struct to_double {
+    void operator()(int x, double* y) const { *y = x; }
+  };
+  CHECK_THROWS_AS(graph(pipeline(map<to_double>(), map<inc>())), graph_error);
+  try {
+    graph bad(pipeline(map<to_double>(), map<inc>()));
+  } catch (const graph_error& e) {
+    CHECK(e.path() == "pipeline[1]/map<inc>");
+  }
+  CHECK_THROWS_AS(farm(map<inc>(), 0), graph_error);
+  CHECK_THROWS_AS(for_loop(map<inc>(), 0), graph_error);
+  CHECK_THROWS_AS(graph(loop(map<to_double>(), [](const layer&, std::size_t) { return true; })), graph_error);
+}
+
+TEST_CASE("cancel stops an unbounded stream and releases every unit", "[runtime][tsan]") {
+  std::atomic<std::uint64_t> made{0};
+  auto src = generate([&](unit_builder& b) {
+    b.set_shape(shape::d1(16));
+    auto v = b.add<int>();
+    for (int i = 0; i < 16; ++i) v[std::size_t(i)] = i;
+    made++;
+    return true;  // forever
+  });
+  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 2)));
+  auto f = g.run(src, discard());
+  while (made.load() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  f.cancel();
+  REQUIRE(f.wait_for(std::chrono::seconds(20)));
+  CHECK_THROWS_AS(f.get(), sinew::cancelled);
+  CHECK(f.stats().units_alive == 0);
+}
+
+TEST_CASE("stop drains every accepted unit", "[runtime][tsan]") {
+  auto src = generate([&](unit_builder& b) {
+    b.set_shape(shape::d1(4));
+    auto v = b.add<int>();
+    for (int i = 0; i < 4; ++i) v[std::size_t(i)] = i;
+    return true;
+  });
+  std::atomic<std::uint64_t> got{0};
+  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 3)));
+  auto f = g.run(src, for_each([&](const work_unit&) { got++; }));
+  while (got.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  f.stop();
+  f.get();
+  auto st = f.stats();
+  CHECK(st.units_in == st.units_out);
+  CHECK(st.units_out == got.load());
+  CHECK(st.units_alive == 0);
+}
+
+TEST_CASE("a graph can be run again, and twice at once", "[runtime][tsan]") {
+  graph g(pipeline(map<inc>(), farm(map<twice>(), 2)));
+  auto a = make_items(5000, 2), b = make_items(7000, 3);
+  std::vector<std::vector<int>> oa, ob;
+  auto fa = g.run(a, oa);
+  auto fb = g.run(b, ob);
+  fa.get();
+  fb.get();
+  CHECK(oa.size() == 5000);
+  CHECK(ob.size() == 7000);
+  CHECK(ob[6999][2] == 2 * ((6999 * 3 + 2) % 100000 + 1));
+  std::vector<std::vector<int>> oc;
+  g.run(a, oc).get();
+  CHECK(oc == oa);
+}
+
+TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]") {
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  int sent = 0;
+  auto src = generate([&](unit_builder& b) {
+    if (sent == 10) {
+      std::unique_lock<std::mutex> lk(m);
+      cv.wait(lk, [&] { return release; });  // a source with nothing to say
+      return false;
+    }
+    ++sent;
+    b.set_shape(shape::d1(4));
+    b.add<int>();
+    return true;
+  });
+  graph g(pipeline(map<inc>(), farm(map<twice>(), 2), map<inc>()));
+  auto f = g.run(src, discard());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the workers go to sleep
+  double c0 = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  double used = cpu_seconds() - c0;
+  {
+    std::lock_guard<std::mutex> lk(m);
+    release = true;
+  }
+  cv.notify_all();
+  f.get();
+  INFO("CPU seconds used while idle: " << used);
+  CHECK(used < 0.05);
+  CHECK(f.stats().units_out == 10);
+}
+
+TEST_CASE("describe lists stages with concurrency and ordering", "[runtime]") {
+  graph g(pipeline(map<inc>(), farm(pipeline(map<twice>(), map<square_in_place>()), 3), map<inc>()));
+  std::string d = g.describe();
+  CHECK(g.stage_count() == 4);
+  CHECK(d.find("pipeline[1]/farm/pipeline[0]/map<twice> x3") != std::string::npos);
+  CHECK(d.find("enter-ordered(0)") != std::string::npos);
+  CHECK(d.find("pipeline[1]/farm/pipeline[1]/map<square_in_place> x3 in-place exit-ordered(0)") != std::string::npos);
+}

@@ -1,0 +1,63 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include <sinew/tbb_scheduler.hpp>
+
+using namespace sinew;
+
+TEST_CASE("task_group runs every task once and waits", "[scheduler][tsan]") {
+  tbb_scheduler s(2);
+  std::vector<std::atomic<int>> hit(5000);
+  task_group g(s);
+  for (std::size_t i = 0; i < hit.size(); ++i) g.run([&, i] { hit[i]++; });
+  g.wait();
+  bool once = true;
+  for (auto& h : hit) once &= h.load() == 1;
+  CHECK(once);
+  CHECK(s.stats().tasks_run >= 5000);
+}
+
+TEST_CASE("task_group rethrows the first exception", "[scheduler]") {
+  tbb_scheduler s(2);
+  task_group g(s);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i)
+    g.run([&, i] {
+      ran++;
+      if (i == 50) throw std::runtime_error("task 50");
+    });
+  CHECK_THROWS_WITH(g.wait(), "task 50");
+  CHECK(ran.load() == 100);
+  g.wait();  // error consumed
+}
+
+TEST_CASE("parallel_for covers the range exactly once in blocks of at least half the grain", "[scheduler][tsan]") {
+  tbb_scheduler s(2);
+  const std::size_t n = 100000, grain = 1000;
+  std::vector<int> v(n, 0);
+  std::atomic<bool> small_block{false};
+  s.parallel_for(n, grain, [&](std::size_t b, std::size_t e) {
+    if (e - b < grain / 2) small_block = true;
+    for (std::size_t i = b; i < e; ++i) v[i]++;
+  });
+  CHECK(std::accumulate(v.begin(), v.end(), std::size_t(0)) == n);
+  CHECK(std::all_of(v.begin(), v.end(), [](int x) { return x == 1; }));
+  CHECK_FALSE(small_block.load());
+  auto st = s.stats();
+  CHECK(st.parallel_fors == 1);
+  CHECK(st.load_balance() > 0.0);
+  CHECK(st.load_balance() <= 1.0);
+}
+
+TEST_CASE("parallel_for propagates an exception", "[scheduler]") {
+  tbb_scheduler s(2);
+  CHECK_THROWS_WITH(s.parallel_for(1000, 10,
+                                   [](std::size_t b, std::size_t) {
+                                     if (b == 500) throw std::runtime_error("block 500");
+                                   }),
+                    "block 500");
+}
