@@ -1,5 +1,6 @@
 #include <sinew/graph.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "runtime.hpp"
@@ -18,6 +19,19 @@ graph::graph(node root, graph_options o) {
   detail::stream_compiler c;
   root.impl()->compile_stream(c, path);
   g->stages = std::move(c.stages);
+  // Live ordered regions: each recorded exit with the nearest entry of the
+  // same depth before it.
+  for (std::size_t i = 0; i < g->stages.size(); ++i) {
+    int d = g->stages[i].exit_region;
+    if (d < 0) continue;
+    for (std::size_t j = i + 1; j-- > 0;) {
+      const auto& er = g->stages[j].enter_regions;
+      if (std::find(er.begin(), er.end(), unsigned(d)) != er.end()) {
+        g->regions.push_back({j, i});
+        break;
+      }
+    }
+  }
   g_ = std::move(g);
 }
 

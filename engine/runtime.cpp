@@ -22,6 +22,20 @@ void raise_max(std::atomic<std::size_t>& m, std::size_t v) {
 }
 }  // namespace
 
+// ---------------------------------------------------------------- regions
+
+bool region_rt::try_enter() noexcept {
+  std::size_t o = occupied.load(std::memory_order_seq_cst);
+  while (o < window)
+    if (occupied.compare_exchange_weak(o, o + 1, std::memory_order_seq_cst)) return true;
+  return false;
+}
+
+void region_rt::leave() {
+  occupied.fetch_sub(1, std::memory_order_seq_cst);
+  entry->notify();
+}
+
 // ---------------------------------------------------------------- channel
 
 channel::channel(kind k_, std::size_t cap_, int depth_) : k(k_), cap(cap_ ? cap_ : 1), depth(depth_) {
@@ -92,6 +106,7 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
   if (!ok) return false;
   used.fetch_sub(1, std::memory_order_seq_cst);
   freed();
+  if (closes) closes->leave();
   return true;
 }
 
@@ -122,11 +137,16 @@ void stage_rt::activation() {
   unsigned budget = run->g->opts.batch ? run->g->opts.batch : 1;
   for (;;) {
     if (out && !out->try_reserve()) break;
+    if (!enter_regions()) {
+      out->used.fetch_sub(1, std::memory_order_seq_cst);  // our own slot: we recheck below
+      break;
+    }
     inflight.fetch_add(1, std::memory_order_seq_cst);
     work_unit* u;
     std::uint64_t ticket;
     if (!in->try_pop(u, ticket, run->dropping())) {
-      if (out) out->used.fetch_sub(1, std::memory_order_seq_cst);  // our own slot: we recheck below
+      if (out) out->used.fetch_sub(1, std::memory_order_seq_cst);
+      leave_regions(admits.size());
       finish_one();
       break;
     }
@@ -139,6 +159,21 @@ void stage_rt::activation() {
   }
   active.fetch_sub(1, std::memory_order_seq_cst);
   notify();  // work that arrived while we were leaving
+}
+
+bool stage_rt::enter_regions() {
+  for (std::size_t i = 0; i < admits.size(); ++i)
+    if (!admits[i]->try_enter()) {
+      leave_regions(i);
+      return false;
+    }
+  return true;
+}
+
+void stage_rt::leave_regions(std::size_t n) {
+  // Only slots this activation took and never used: no one waits on them
+  // that our own exit recheck would not cover.
+  for (std::size_t i = 0; i < n; ++i) admits[i]->occupied.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void stage_rt::finish_one() {
@@ -206,6 +241,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     run->release_unit(u);
     out->used.fetch_sub(1, std::memory_order_seq_cst);
     out->freed();
+    for (region_rt* r : inside) r->leave();
   } else {
     out->push(u);
     out->consumer->notify();
@@ -246,6 +282,15 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
     channels[i]->consumer = st.get();
     if (i < n) channels[i + 1]->producer = st.get();
     stages.push_back(std::move(st));
+  }
+  for (const region_spec& rs : g->regions) {
+    auto r = std::make_unique<region_rt>();
+    r->entry = stages[rs.entry].get();
+    r->window = channels[rs.exit + 1]->cap;
+    channels[rs.exit + 1]->closes = r.get();
+    r->entry->admits.push_back(r.get());
+    for (std::size_t i = rs.entry; i <= rs.exit; ++i) stages[i]->inside.push_back(r.get());
+    regions.push_back(std::move(r));
   }
   out_types = g->root.impl()->output_types();
 }

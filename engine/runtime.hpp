@@ -18,14 +18,32 @@
 
 namespace sinew::detail {
 
+struct stage_rt;
+
+/// An ordered farm whose order is restored at `exit` (the outermost of those
+/// ending there): units between its entry and the reorder channel after
+/// `exit` are bounded by that channel's capacity (the window).
+struct region_spec {
+  std::size_t entry, exit;
+};
+
 struct compiled_graph {
   node root;
   graph_options opts;
   std::vector<stage_spec> stages;
+  std::vector<region_spec> regions;
+};
+
+/// Run-time state of an ordered region: slots taken by units inside it.
+struct region_rt {
+  std::atomic<std::size_t> occupied{0};
+  std::size_t window = 0;
+  stage_rt* entry = nullptr;
+  bool try_enter() noexcept;
+  void leave();
 };
 
 struct run_state;
-struct stage_rt;
 
 /// A bounded edge. `used` counts reserved plus queued units and never
 /// exceeds `cap`: producers reserve before they take their own input.
@@ -57,6 +75,7 @@ struct channel {
 
   stage_rt* consumer = nullptr;
   stage_rt* producer = nullptr;  // null: the source thread
+  region_rt* closes = nullptr;   // reorder: the region a pop lets a unit leave
   // The source thread sleeps here when the channel is full.
   std::atomic<int> waiters{0};
   std::atomic<std::uint32_t> space_epoch{0};
@@ -73,8 +92,17 @@ struct stage_rt {
   std::atomic<std::size_t> inflight{0};
   std::atomic<work_unit*> eos{nullptr};
   std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0};
+  std::vector<region_rt*> admits;  // ordered regions entered here
+  std::vector<region_rt*> inside;  // ordered regions containing this stage
 
-  bool has_work() const noexcept { return in->has_data() && (!out || out->has_space()); }
+  bool has_work() const noexcept {
+    if (!in->has_data() || (out && !out->has_space())) return false;
+    for (region_rt* r : admits)
+      if (r->occupied.load(std::memory_order_seq_cst) >= r->window) return false;
+    return true;
+  }
+  bool enter_regions();
+  void leave_regions(std::size_t n);
   void notify();
   void activation();
   void process(work_unit* u, std::uint64_t ticket);
@@ -105,6 +133,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   scheduler* sched;
   std::vector<std::unique_ptr<channel>> channels;
   std::vector<std::unique_ptr<stage_rt>> stages;  // back(): the sink
+  std::vector<std::unique_ptr<region_rt>> regions;
   type_list out_types;
 
   std::atomic<int> state{running};

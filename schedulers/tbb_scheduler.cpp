@@ -1,9 +1,11 @@
 #include <sinew/tbb_scheduler.hpp>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
@@ -16,13 +18,30 @@ std::uint64_t now_ns() {
                            std::chrono::steady_clock::now().time_since_epoch())
                            .count());
 }
+// oneTBB's pool holds hardware_concurrency - 1 workers unless told otherwise;
+// our arenas reserve no slot for an external thread (stage activations are
+// enqueued from the source thread, which never joins), so an arena of n needs
+// n workers. The active limit is the smallest among live global_controls,
+// so keep a single one and replace it when a larger arena appears.
+void ensure_workers(unsigned n) {
+  static std::mutex m;
+  static std::unique_ptr<tbb::global_control> gc;
+  static std::size_t current = 0;
+  std::lock_guard<std::mutex> lk(m);
+  std::size_t want = std::max<std::size_t>(n, std::thread::hardware_concurrency()) + 1;
+  if (want <= current) return;
+  gc.reset();
+  gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, want);
+  current = want;
+}
+
 }  // namespace
 
 struct tbb_scheduler::impl {
   struct alignas(64) counters {
     std::atomic<std::uint64_t> tasks{0}, busy{0};
   };
-  explicit impl(unsigned n) : threads(n), arena(int(n)), per_worker(new counters[n + 1]) {}
+  explicit impl(unsigned n) : threads(n), arena(int(n), 0), per_worker(new counters[n + 1]) {}
   unsigned threads;
   tbb::task_arena arena;
   std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arena
@@ -41,6 +60,7 @@ struct tbb_scheduler::impl {
 
 tbb_scheduler::tbb_scheduler(unsigned threads)
     : p_(std::make_unique<impl>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()))) {
+  ensure_workers(p_->threads);
   p_->arena.initialize();
 }
 

@@ -410,3 +410,22 @@ TEST_CASE("describe lists stages with concurrency and ordering", "[runtime]") {
   CHECK(d.find("enter-ordered(0)") != std::string::npos);
   CHECK(d.find("pipeline[1]/farm/pipeline[1]/map<square_in_place> x3 in-place exit-ordered(0)") != std::string::npos);
 }
+
+TEST_CASE("ordered farm of a pipeline with uneven work and small queues", "[runtime][tsan]") {
+  struct uneven {
+    void operator()(int x, int* y) const {
+      if (x % 101 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      *y = x + 1;
+    }
+  };
+  for (std::size_t cap : {1, 2, 3}) {
+    std::vector<std::uint64_t> seen;
+    auto items = make_items(1000, 1);
+    graph g(farm(pipeline(map<uneven>(), map<inc>(), map<uneven>()), 4), {.capacity = cap});
+    auto f = g.run(from(items), for_each([&](const work_unit& u) { seen.push_back(u.seq()); }));
+    REQUIRE(f.wait_for(std::chrono::seconds(60)));
+    f.get();
+    CHECK(seen.size() == items.size());
+    CHECK(std::is_sorted(seen.begin(), seen.end()));
+  }
+}

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -60,4 +62,28 @@ TEST_CASE("parallel_for propagates an exception", "[scheduler]") {
                                      if (b == 500) throw std::runtime_error("block 500");
                                    }),
                     "block 500");
+}
+
+TEST_CASE("a scheduler of n workers runs n tasks at once", "[scheduler]") {
+  for (unsigned n : {1u, 2u, 3u}) {
+    tbb_scheduler s(n);
+    std::atomic<unsigned> arrived{0};
+    std::atomic<bool> all_met{true};
+    task_group g(s);
+    for (unsigned i = 0; i < n; ++i)
+      g.run([&] {
+        arrived++;
+        auto t0 = std::chrono::steady_clock::now();
+        while (arrived.load() < n)  // a barrier: needs n tasks running together
+          if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+            all_met = false;
+            return;
+          } else {
+            std::this_thread::yield();
+          }
+      });
+    g.wait();
+    CHECK(all_met.load());
+    CHECK(s.concurrency() == n);
+  }
 }
