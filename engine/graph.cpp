@@ -45,6 +45,13 @@ run_future graph::run(source src, sink snk) {
   return run_future(std::move(s));
 }
 
+run_future graph::run(source src, sink snk, std::stop_token token) {
+  auto s = std::make_shared<run_state>(g_, std::move(src), std::move(snk));
+  s->start();
+  s->on_stop = std::make_unique<std::stop_callback<run_state::canceller>>(token, run_state::canceller{s});
+  return run_future(std::move(s));
+}
+
 std::size_t graph::stage_count() const { return g_->stages.size(); }
 const node& graph::root() const { return g_->root; }
 

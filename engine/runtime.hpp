@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -154,6 +155,14 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::condition_variable done_cv;
   bool done = false;
   std::once_flag join_once;
+
+  struct canceller {
+    std::weak_ptr<run_state> w;
+    void operator()() const {
+      if (auto s = w.lock()) s->request(cancelled);
+    }
+  };
+  std::unique_ptr<std::stop_callback<canceller>> on_stop;
 };
 
 }  // namespace sinew::detail

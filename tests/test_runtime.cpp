@@ -334,6 +334,22 @@ TEST_CASE("cancel stops an unbounded stream and releases every unit", "[runtime]
   CHECK(f.stats().units_alive == 0);
 }
 
+TEST_CASE("a stop token cancels the run", "[runtime]") {
+  auto src = generate([&](unit_builder& b) {
+    b.set_shape(shape::d1(4));
+    b.add<int>();
+    return !b.stop_requested();
+  });
+  std::stop_source stop;
+  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 2)));
+  auto f = g.run(src, discard(), stop.get_token());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop.request_stop();
+  REQUIRE(f.wait_for(std::chrono::seconds(20)));
+  CHECK_THROWS_AS(f.get(), sinew::cancelled);
+  CHECK(f.stats().units_alive == 0);
+}
+
 TEST_CASE("stop drains every accepted unit", "[runtime][tsan]") {
   auto src = generate([&](unit_builder& b) {
     b.set_shape(shape::d1(4));

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,14 @@ class graph {
   graph& operator=(graph&&) noexcept;
 
   run_future run(source src, sink snk);
+  /// As above; a stop request on `token` cancels the run (see run_future::cancel).
+  ///
+  /// \code
+  /// std::stop_source stop;
+  /// auto f = g.run(src, sink, stop.get_token());
+  /// stop.request_stop();   // f.get() throws sinew::cancelled
+  /// \endcode
+  run_future run(source src, sink snk, std::stop_token token);
   run_future run(source src) { return run(std::move(src), discard()); }
   /// One unit per input item, results into `out[k]`.
   template <class I, class O>
