@@ -57,7 +57,7 @@ struct throw_at {
 struct slow_copy {
   void operator()(int x, int* y) const {
     volatile int s = 0;
-    for (int i = 0; i < 200; ++i) s += i;
+    for (int i = 0; i < 200; ++i) s = s + i;
     *y = x + s - s;
   }
 };
@@ -199,7 +199,7 @@ TEST_CASE("ordered farms keep order; unordered ones deliver everything", "[runti
     void operator()(sinew::index i, int x, int* y) const {
       // Uneven cost so replicas finish out of order.
       volatile int s = 0;
-      for (int k = 0; k < (x % 7) * 300; ++k) s += k;
+      for (int k = 0; k < (x % 7) * 300; ++k) s = s + k;
       *y = x + int(i.linear) * 0;
     }
   };

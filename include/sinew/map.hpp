@@ -31,6 +31,10 @@ struct map_options {
   /// Units smaller than this (elements, or outermost indices for per-chunk
   /// functors) run inline on the calling worker. 0 = 4096 elements / 2 indices.
   std::size_t inline_below = 0;
+  /// Smallest number of elements (outermost indices for per-chunk functors)
+  /// worth a task of its own. 0 = 2048 elements / 1 index. Lower it for
+  /// costly leaves (e.g. 1 for Series, where one element is a whole integral).
+  std::size_t min_task = 0;
 };
 
 namespace detail {
@@ -128,7 +132,7 @@ class map_exec final : public executable {
         call_chunk(b, e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
-      else split(a, n, g, 1, body);
+      else split(a, n, g, o_.min_task ? o_.min_task : 1, body);
     } else {
       std::size_t n = in.count();
       std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
@@ -138,7 +142,7 @@ class map_exec final : public executable {
         run_elems(b, e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
-      else split(a, n, g, 2048, body);
+      else split(a, n, g, o_.min_task ? o_.min_task : 2048, body);
     }
   }
 
@@ -183,7 +187,9 @@ class map_exec final : public executable {
                  std::index_sequence<I...>) const {
     F f = f_;  // a local copy the optimiser can keep in registers
     auto local = ptrs;
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC ivdep
+#endif
     for (std::size_t i = b; i < e; ++i) f(elem_arg<I>(std::get<I>(local), i, shp)...);
   }
 

@@ -31,11 +31,7 @@ struct shape {
     return a.count() == b.count() && a.ext == b.ext;
   }
   /// "[1080x1920]".
-  std::string str() const {
-    std::string s = "[" + std::to_string(ext[0]);
-    for (unsigned d = 1; d < rank; ++d) s += "x" + std::to_string(ext[d]);
-    return s + "]";
-  }
+  std::string str() const;
 };
 
 }  // namespace sinew

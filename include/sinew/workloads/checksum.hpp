@@ -19,8 +19,16 @@ namespace sinew::workloads {
 
 /// FNV-1a 64 offset basis: the checksum of zero bytes, and the start value
 /// for chained checksums.
+///
+/// \code
+/// std::uint64_t h = sinew::workloads::fnv1a_offset;   // then h = checksum(p, n, h) per buffer
+/// \endcode
 inline constexpr std::uint64_t fnv1a_offset = 0xcbf29ce484222325ULL;
-/// FNV-1a 64 prime.
+/// FNV-1a 64 prime (per byte: `h = (h ^ byte) * fnv1a_prime`).
+///
+/// \code
+/// std::uint64_t h = (sinew::workloads::fnv1a_offset ^ 'a') * sinew::workloads::fnv1a_prime;  // checksum("a", 1)
+/// \endcode
 inline constexpr std::uint64_t fnv1a_prime = 0x100000001b3ULL;
 
 /// FNV-1a 64 of `bytes` bytes at `data`, continuing from `h` (pass a previous

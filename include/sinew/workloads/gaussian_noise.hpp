@@ -44,7 +44,11 @@ inline void pixel_normals(std::uint64_t seed, std::uint64_t i, float z[3]) {
   z[2] = r2 * std::cos(two_pi * u4);
 }
 
-/// `c + sigma * z` rounded to nearest and clamped to [0, 255].
+/// `c + sigma * z` clamped to [0, 255] and rounded to nearest.
+///
+/// \code
+/// std::uint8_t v = sinew::workloads::add_noise(250, 20.0f, 1.0f);   // 255 (clamped)
+/// \endcode
 inline std::uint8_t add_noise(std::uint8_t c, float sigma, float z) {
   float v = float(c) + sigma * z;
   v = v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
@@ -53,10 +57,15 @@ inline std::uint8_t add_noise(std::uint8_t c, float sigma, float z) {
 
 /// Pixel `i` of a noisy image: `p` plus noise field `seed` with deviation `sigma`.
 ///
+/// Not inlined on purpose: the leaf and the reference then run the same
+/// machine code, so they agree bit for bit even where the compiler would
+/// contract a*b+c into an FMA differently in different inlining contexts
+/// (GCC's default -ffp-contract=fast with -march=native or -mfma).
+///
 /// \code
 /// sinew::workloads::rgba8 q = sinew::workloads::noisy_pixel(p, 42, 20.0f, 7);
 /// \endcode
-inline rgba8 noisy_pixel(rgba8 p, std::uint64_t seed, float sigma, std::uint64_t i) {
+[[gnu::noinline]] inline rgba8 noisy_pixel(rgba8 p, std::uint64_t seed, float sigma, std::uint64_t i) {
   float z[3];
   pixel_normals(seed, i, z);
   return rgba8{add_noise(p.r, sigma, z[0]), add_noise(p.g, sigma, z[1]), add_noise(p.b, sigma, z[2]), p.a};

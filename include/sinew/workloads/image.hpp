@@ -1,8 +1,8 @@
 #pragma once
 /// \file workloads/image.hpp
 /// RGBA8 pixels and a deterministic image generator for the image-filter
-/// workloads (Solarize, Gaussian noise, Mirror: Marrow thesis §5.1.1, image
-/// filters after the AMD APP SDK samples).
+/// workloads (Solarize, Gaussian noise, Mirror: the image-filter pipeline of
+/// the Marrow thesis benchmark suite, §5.1.1).
 ///
 /// \code
 /// sinew::array<sinew::workloads::rgba8, 2> img = sinew::workloads::make_image(480, 640, 1);

@@ -41,7 +41,12 @@ inline std::vector<float> saxpy_reference(float a, const std::vector<float>& x, 
   return z;
 }
 
-/// Inputs of one saxpy unit.
+/// Inputs of one saxpy unit (two vectors of the same length).
+///
+/// \code
+/// sinew::workloads::saxpy_inputs in = sinew::workloads::make_saxpy_inputs(1024, 3);
+/// auto src = sinew::from_arrays(in.x, in.y);
+/// \endcode
 struct saxpy_inputs {
   std::vector<float> x, y;
 };

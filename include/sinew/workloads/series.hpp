@@ -27,7 +27,13 @@
 
 namespace sinew::workloads {
 
-/// One Fourier coefficient pair (double, as in Java Grande).
+/// One Fourier coefficient pair (double, as in Java Grande): `a` is the
+/// cosine term (TestArray[0][i]), `b` the sine term (TestArray[1][i]).
+///
+/// \code
+/// sinew::workloads::coeff c = sinew::workloads::series_coefficient(2);
+/// std::printf("a2=%.17g b2=%.17g\n", c.a, c.b);
+/// \endcode
 struct coeff {
   double a = 0, b = 0;
   friend bool operator==(const coeff&, const coeff&) = default;
@@ -53,10 +59,15 @@ inline double series_function(double x, double omegan, int select) {
 /// `--nsteps; while (--nsteps > 0)` loop skips the last one); this is what
 /// the suite's reference values were computed with.
 ///
+/// Not inlined on purpose: the leaf and the reference then run the same
+/// machine code, so they agree bit for bit even where the compiler would
+/// contract a*b+c into an FMA differently in different inlining contexts
+/// (GCC's default -ffp-contract=fast with -march=native or -mfma).
+///
 /// \code
 /// double a0 = sinew::workloads::trapezoid_integrate(0.0, 2.0, 1000, 0.0, 0) / 2.0;  // 2.8729524964837996
 /// \endcode
-inline double trapezoid_integrate(double x0, double x1, int nsteps, double omegan, int select) {
+[[gnu::noinline]] inline double trapezoid_integrate(double x0, double x1, int nsteps, double omegan, int select) {
   double x = x0;
   double dx = (x1 - x0) / double(nsteps);
   double rvalue = series_function(x0, omegan, select) / 2.0;
@@ -88,24 +99,43 @@ inline coeff series_coefficient(std::size_t i, int steps = 1000) {
 /// buffers, so its unit's input layer is a shape with no data.
 ///
 /// \code
-/// auto node = sinew::map<sinew::workloads::series>({1000}, {.inline_below = 1});
+/// auto node = sinew::map<sinew::workloads::series>({1000});
+/// // or sinew::workloads::series_node() for finer splitting (per-chunk form)
 /// \endcode
 struct series {
   int steps = 1000;  ///< trapezoid intervals (Java Grande: 1000)
   void operator()(sinew::index i, coeff* c) const { *c = series_coefficient(i.linear, steps); }
 };
 
-/// `map<series>` with options suited to its costly elements (about 2000
-/// `pow` calls each): units of any size are split across the workers.
+/// Per-chunk form of `series` for a range of coefficients [c.begin, c.end).
+/// A per-element map hands each task at least a few thousand elements,
+/// which is too coarse for Series' costly elements (about 2000 `pow` calls
+/// each); a per-chunk map can give each task a single coefficient.
+///
+/// \code
+/// sinew::map_options o;
+/// o.grain = 1;
+/// auto node = sinew::map<sinew::workloads::series_block>({1000}, o);
+/// \endcode
+struct series_block {
+  int steps = 1000;  ///< trapezoid intervals (Java Grande: 1000)
+  void operator()(sinew::chunk c, sinew::out<coeff> o) const {
+    for (std::size_t i = c.begin; i < c.end; ++i) o[i] = series_coefficient(i, steps);
+  }
+};
+
+/// `map<series_block>` split into tasks as small as one coefficient, so
+/// that even N = 100 coefficients keep every worker busy.
 ///
 /// \code
 /// sinew::graph g(sinew::workloads::series_node());
+/// g.run(sinew::workloads::series_source(10000), sinew::into(out)).get();
 /// \endcode
 inline sinew::node series_node(int steps = 1000) {
   sinew::map_options o;
   o.grain = 1;
   o.inline_below = 2;
-  return sinew::map<series>(series{steps}, o);
+  return sinew::map<series_block>(series_block{steps}, o);
 }
 
 /// Source of `units` units (default 1), each with an input layer of shape
@@ -134,8 +164,12 @@ inline std::vector<coeff> series_reference(std::size_t n, int steps = 1000) {
   return c;
 }
 
-/// Java Grande's validation values for coefficients 0..3 ({a_i, b_i}); a
-/// correct implementation matches them to 1e-12.
+/// Java Grande's validation values for coefficients 0..3 ({a_i, b_i}), from
+/// JGFSeriesBench.JGFvalidate; a correct implementation matches them to 1e-12.
+///
+/// \code
+/// assert(std::abs(sinew::workloads::series_coefficient(1).a - sinew::workloads::series_jgf_reference[1].a) < 1e-12);
+/// \endcode
 inline constexpr coeff series_jgf_reference[4] = {{2.8729524964837996, 0.0},
                                                   {1.1161046676147888, -1.8819691893398025},
                                                   {0.34429060398168704, -1.1645642623320958},

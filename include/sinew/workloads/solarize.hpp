@@ -24,6 +24,7 @@ namespace sinew::workloads {
 /// \endcode
 struct solarize {
   std::uint8_t t = 128;  ///< threshold: channels >= t are inverted
+  /// One channel: `c < t ? c : 255 - c` (e.g. `channel(200, 128) == 55`).
   static std::uint8_t channel(std::uint8_t c, std::uint8_t t) { return c < t ? c : std::uint8_t(255 - c); }
   void operator()(rgba8 p, rgba8* o) const { *o = rgba8{channel(p.r, t), channel(p.g, t), channel(p.b, t), p.a}; }
 };
