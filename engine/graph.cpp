@@ -118,6 +118,7 @@ run_stats run_future::stats() const {
     x.concurrency = st->max_active;
     x.capacity = st->in->cap;
     x.high_water = st->in->high_water.load();
+    x.queued = st->in->size_now();
     x.units = st->units.load();
     x.busy_ns = st->busy_ns.load();
     x.activations = st->activations.load();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include <sinew/buffer_pool.hpp>
 #include <sinew/pipeline.hpp>
@@ -40,10 +41,16 @@ void region_rt::leave() {
 
 channel::channel(kind k_, std::size_t cap_, int depth_) : k(k_), cap(cap_ ? cap_ : 1), depth(depth_) {
   if (k == kind::spsc) sr = std::make_unique<spsc_ring<work_unit*>>(cap);
-  else if (k == kind::mpmc) mr = std::make_unique<mpmc_ring<work_unit*>>(cap);
+  else if (k == kind::mpmc) mr = std::make_unique<mpmc_ring<work_unit*>>(2 * cap);  // see push()
 }
 
 bool channel::try_reserve() noexcept {
+  if (sr) {
+    if (!sr->producer_has_room(cap)) return false;
+    std::size_t occ = sr->producer_size() + 1;
+    if (occ > high_water.load(std::memory_order_relaxed)) raise_max(high_water, occ);
+    return true;
+  }
   std::size_t u = used.load(std::memory_order_seq_cst);
   while (u < cap)
     if (used.compare_exchange_weak(u, u + 1, std::memory_order_seq_cst)) {
@@ -53,15 +60,22 @@ bool channel::try_reserve() noexcept {
   return false;
 }
 
+void channel::drop_reservation() noexcept {
+  if (!sr) used.fetch_sub(1, std::memory_order_seq_cst);
+}
+
 void channel::unreserve() noexcept {
-  used.fetch_sub(1, std::memory_order_seq_cst);
+  drop_reservation();
   freed();
 }
 
 void channel::freed() {
   if (producer) {
     producer->notify();
-  } else if (waiters.load(std::memory_order_seq_cst) > 0) {
+    return;
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the waiter's registration
+  if (waiters.load(std::memory_order_seq_cst) > 0) {
     space_epoch.fetch_add(1, std::memory_order_seq_cst);
     space_epoch.notify_all();
   }
@@ -77,10 +91,17 @@ void channel::push(work_unit* u) {
     queued.store(pending.size(), std::memory_order_seq_cst);
     return;
   }
-  // Cannot fail: `used` <= cap <= ring capacity and `used` drops only after
-  // the consumer has released the cell.
-  if (sr) sr->try_push(u);
-  else mr->try_push(u);
+  // `used` <= cap bounds how many units the ring holds, not where they sit: a
+  // consumer that claimed a cell but has not yet released it (it is between
+  // two instructions, or was preempted there) keeps that cell busy while
+  // others move on, so the cell at the tail can be momentarily taken. The
+  // ring is twice the capacity, which makes this rare; when it happens the
+  // claimant is about to finish, so wait for it.
+  if (sr) {
+    sr->try_push(u);  // single producer and consumer: the reservation guarantees room
+    return;
+  }
+  while (!mr->try_push(u)) std::this_thread::yield();
 }
 
 bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
@@ -104,7 +125,7 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
     ok = sr ? sr->try_pop(u, &ticket) : mr->try_pop(u, &ticket);
   }
   if (!ok) return false;
-  used.fetch_sub(1, std::memory_order_seq_cst);
+  if (!sr) used.fetch_sub(1, std::memory_order_seq_cst);
   freed();
   if (closes) closes->leave();
   return true;
@@ -120,13 +141,24 @@ bool channel::has_data() const noexcept {
 
 // ---------------------------------------------------------------- stage
 
+bool stage_rt::has_work() const noexcept {
+  if (!in) return !run->source_done.load(std::memory_order_seq_cst) && out->has_space();  // source
+  if (!in->has_data() || (out && !out->has_space())) return false;
+  for (region_rt* r : admits)
+    if (r->occupied.load(std::memory_order_seq_cst) >= r->window) return false;
+  return true;
+}
+
 void stage_rt::notify() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   unsigned a = active.load(std::memory_order_seq_cst);
   if (a >= max_active || !has_work()) return;
   while (a < max_active) {
     if (active.compare_exchange_weak(a, a + 1, std::memory_order_seq_cst)) {
-      run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
+      if (!in)
+        run->sched->submit([keep = run->shared_from_this()] { keep->source_activation(); });
+      else
+        run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
       return;
     }
   }
@@ -134,29 +166,33 @@ void stage_rt::notify() {
 
 void stage_rt::activation() {
   activations.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t t0 = now_ns();
+  const bool concurrent = max_active > 1;
   unsigned budget = run->g->opts.batch ? run->g->opts.batch : 1;
   for (;;) {
     if (out && !out->try_reserve()) break;
     if (!enter_regions()) {
-      out->used.fetch_sub(1, std::memory_order_seq_cst);  // our own slot: we recheck below
+      out->drop_reservation();  // our own slot: we recheck below
       break;
     }
-    inflight.fetch_add(1, std::memory_order_seq_cst);
+    if (concurrent) inflight.fetch_add(1, std::memory_order_seq_cst);
     work_unit* u;
     std::uint64_t ticket;
     if (!in->try_pop(u, ticket, run->dropping())) {
-      if (out) out->used.fetch_sub(1, std::memory_order_seq_cst);
+      if (out) out->drop_reservation();
       leave_regions(admits.size());
-      finish_one();
+      if (concurrent) finish_one();
       break;
     }
     process(u, ticket);
     if (--budget == 0) {
+      busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
       // Yield the worker but keep our activation slot: a fresh task goes on.
       run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
       return;
     }
   }
+  busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   active.fetch_sub(1, std::memory_order_seq_cst);
   notify();  // work that arrived while we were leaving
 }
@@ -200,9 +236,14 @@ void stage_rt::forward_eos(work_unit* e) {
 }
 
 void stage_rt::process(work_unit* u, std::uint64_t ticket) {
+  const bool concurrent = max_active > 1;
   if (spec)
     for (unsigned d : spec->enter_regions) u->set_ticket(d, ticket);
   if (u->end_of_stream()) {
+    if (!concurrent) {
+      forward_eos(u);  // a serial stage has passed on everything taken before it
+      return;
+    }
     // Leaves after every unit taken before it: the last one out forwards it.
     eos.store(u, std::memory_order_seq_cst);
     finish_one();
@@ -211,9 +252,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
   if (!out) {  // sink
     if (!run->dropping()) {
       try {
-        std::uint64_t t0 = now_ns();
         run->snk.impl().consume(*u);
-        busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
         units.fetch_add(1, std::memory_order_relaxed);
         run->units_out.fetch_add(1, std::memory_order_relaxed);
       } catch (...) {
@@ -221,17 +260,14 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
       }
     }
     run->release_unit(u);
-    finish_one();
     return;
   }
   if (!run->dropping()) {
     try {
-      std::uint64_t t0 = now_ns();
       for (const auto& p : spec->entry_pipelines) insert_pipeline_layers(*p, u->in(), *u);
       exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), run->sched};
       spec->exec->execute(a);
       if (!spec->in_place) u->pop_layer();
-      busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
       units.fetch_add(1, std::memory_order_relaxed);
     } catch (...) {
       run->fail(spec->path, std::current_exception());
@@ -239,14 +275,13 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
   }
   if (run->dropping()) {
     run->release_unit(u);
-    out->used.fetch_sub(1, std::memory_order_seq_cst);
-    out->freed();
+    out->unreserve();
     for (region_rt* r : inside) r->leave();
   } else {
     out->push(u);
     out->consumer->notify();
   }
-  finish_one();
+  if (concurrent) finish_one();
 }
 
 // ---------------------------------------------------------------- run state
@@ -306,7 +341,18 @@ run_state::~run_state() {
 void run_state::start() {
   snk.impl().prepare(out_types, src.impl().size_hint());
   t0 = std::chrono::steady_clock::now();
-  source_thread = std::thread([self = shared_from_this()] { self->source_loop(); });
+  if (src.impl().blocking()) {
+    source_thread = std::thread([self = shared_from_this()] { self->source_loop(); });
+  } else {
+    source_stage = std::make_unique<stage_rt>();
+    source_stage->run = this;
+    source_stage->spec = nullptr;
+    source_stage->in = nullptr;
+    source_stage->out = channels[0].get();
+    source_stage->max_active = 1;
+    channels[0]->producer = source_stage.get();
+    source_stage->notify();
+  }
 }
 
 work_unit* run_state::acquire_unit() {
@@ -347,61 +393,97 @@ bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
   }
 }
 
-void run_state::source_loop() {
-  channel& c0 = *channels[0];
-  stage_rt& first = *stages[0];
+work_unit* run_state::make_unit(std::uint64_t seq) {
   const node_impl& root = *g->root.impl();
-  const bool root_in_place = root.in_place();
-  const type_list root_out = root.output_types();
-  std::uint64_t seq = 0;
-  while (state.load() == running) {
-    if (!reserve_blocking(c0, true)) break;
-    work_unit* u = acquire_unit();
-    bool more = false;
-    try {
-      layer in;
-      unit_builder b(in, seq, &stop_flag);
-      more = src.impl().next(b);
-      if (more) {
-        u->set_seq(seq);
-        u->set_grain(b.grain());
-        if (!root_in_place) {
-          shape os = root.output_shape(in.shape());
-          layer out(os);
-          bool provided = false;
-          try {
-            provided = snk.impl().provide(seq, os, out);
-          } catch (...) {
-            fail(snk.impl().label(), std::current_exception());
-            more = false;
-          }
-          if (more && !provided)
-            for (const elem_type* t : root_out.types) out.add(buffer_pool::global().acquire(os.count(), *t));
-          u->push_layer(std::move(out));
+  work_unit* u = acquire_unit();
+  bool more = false;
+  try {
+    layer in;
+    unit_builder b(in, seq, &stop_flag);
+    more = src.impl().next(b);
+    if (more) {
+      u->set_seq(seq);
+      u->set_grain(b.grain());
+      if (!root.in_place()) {
+        shape os = root.output_shape(in.shape());
+        layer out(os);
+        bool provided = false;
+        try {
+          provided = snk.impl().provide(seq, os, out);
+        } catch (...) {
+          fail(snk.impl().label(), std::current_exception());
+          more = false;
         }
-        u->push_layer(std::move(in));
+        if (more && !provided)
+          for (const elem_type* t : out_types.types) out.add(buffer_pool::global().acquire(os.count(), *t));
+        u->push_layer(std::move(out));
       }
-    } catch (...) {
-      fail(src.impl().label(), std::current_exception());
-      more = false;
+      u->push_layer(std::move(in));
     }
-    if (!more || dropping()) {
-      c0.unreserve();
-      release_unit(u);
-      break;
-    }
-    ++seq;
-    units_in.fetch_add(1, std::memory_order_relaxed);
-    c0.push(u);
-    first.notify();
+  } catch (...) {
+    fail(src.impl().label(), std::current_exception());
+    more = false;
   }
-  // End of stream is always delivered: stages drain (or drop) what is ahead.
-  reserve_blocking(c0, false);
+  if (!more || dropping()) {
+    release_unit(u);
+    return nullptr;
+  }
+  units_in.fetch_add(1, std::memory_order_relaxed);
+  return u;
+}
+
+void run_state::push_eos(std::uint64_t seq) {
   work_unit* e = acquire_unit();
   e->set_end_of_stream(true);
   e->set_seq(seq);
-  c0.push(e);
-  first.notify();
+  channels[0]->push(e);
+  stages[0]->notify();
+}
+
+void run_state::source_loop() {
+  channel& c0 = *channels[0];
+  std::uint64_t seq = 0;
+  while (state.load() == running) {
+    if (!reserve_blocking(c0, true)) break;
+    work_unit* u = make_unit(seq);
+    if (!u) {
+      c0.unreserve();
+      break;
+    }
+    ++seq;
+    c0.push(u);
+    stages[0]->notify();
+  }
+  // End of stream is always delivered: stages drain (or drop) what is ahead.
+  reserve_blocking(c0, false);
+  push_eos(seq);
+}
+
+void run_state::source_activation() {
+  stage_rt& st = *source_stage;
+  channel& c0 = *channels[0];
+  const std::uint64_t t0 = now_ns();
+  unsigned budget = g->opts.batch ? g->opts.batch : 1;
+  while (!source_done.load(std::memory_order_relaxed) && c0.try_reserve()) {
+    work_unit* u = state.load() == running ? make_unit(next_seq) : nullptr;
+    if (!u) {
+      source_done.store(true, std::memory_order_seq_cst);
+      push_eos(next_seq);  // uses the slot just reserved
+      break;
+    }
+    ++next_seq;
+    st.units.fetch_add(1, std::memory_order_relaxed);
+    c0.push(u);
+    stages[0]->notify();
+    if (--budget == 0) {
+      st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      sched->submit([keep = shared_from_this()] { keep->source_activation(); });
+      return;
+    }
+  }
+  st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  st.active.fetch_sub(1, std::memory_order_seq_cst);
+  st.notify();
 }
 
 void run_state::fail(const std::string& path, std::exception_ptr e) {
@@ -441,6 +523,7 @@ void run_state::request(int how) {
 }
 
 void run_state::wake_all() {
+  if (source_stage) source_stage->notify();
   channel& c0 = *channels[0];
   c0.space_epoch.fetch_add(1, std::memory_order_seq_cst);
   c0.space_epoch.notify_all();

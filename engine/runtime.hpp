@@ -52,13 +52,29 @@ struct channel {
   enum class kind { spsc, mpmc, reorder };
   channel(kind k, std::size_t cap, int ticket_depth);
 
+  // Producer side. An SPSC channel has one producer, which holds at most one
+  // reservation, so there reserving is a local check of the ring (no shared
+  // counter bouncing between the two threads); the others count in `used`.
   bool try_reserve() noexcept;
-  void unreserve() noexcept;  // give a reservation back (no unit pushed)
-  void push(work_unit* u);    // fill a reserved slot
-  /// Takes a unit; `ticket` = its position in this channel's output order.
+  /// Gives a reservation back without waking anyone (the caller rechecks).
+  void drop_reservation() noexcept;
+  /// Gives a reservation back and wakes the producer side.
+  void unreserve() noexcept;
+  void push(work_unit* u);  // fill a reserved slot
+  // Consumer side. Takes a unit; `ticket` = its position in this channel's
+  // output order.
   bool try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order);
+  // Anyone.
   bool has_data() const noexcept;
-  bool has_space() const noexcept { return used.load(std::memory_order_seq_cst) < cap; }
+  std::size_t size_now() const noexcept {
+    if (sr) return sr->size_approx();
+    if (mr) return mr->size_approx();
+    return queued.load(std::memory_order_relaxed);
+  }
+  bool has_space() const noexcept {
+    if (sr) return sr->size_approx() < cap;
+    return used.load(std::memory_order_seq_cst) < cap;
+  }
 
   const kind k;
   const std::size_t cap;
@@ -96,12 +112,7 @@ struct stage_rt {
   std::vector<region_rt*> admits;  // ordered regions entered here
   std::vector<region_rt*> inside;  // ordered regions containing this stage
 
-  bool has_work() const noexcept {
-    if (!in->has_data() || (out && !out->has_space())) return false;
-    for (region_rt* r : admits)
-      if (r->occupied.load(std::memory_order_seq_cst) >= r->window) return false;
-    return true;
-  }
+  bool has_work() const noexcept;
   bool enter_regions();
   void leave_regions(std::size_t n);
   void notify();
@@ -117,7 +128,12 @@ struct run_state : std::enable_shared_from_this<run_state> {
   run_state(std::shared_ptr<const compiled_graph> g, source src, sink snk);
   ~run_state();
   void start();
+  /// Source on its own thread (sources that may block).
   void source_loop();
+  /// Source as a stage on the scheduler (sources that never block).
+  void source_activation();
+  work_unit* make_unit(std::uint64_t seq);  // null: end of stream or failure
+  void push_eos(std::uint64_t seq);
   bool reserve_blocking(channel& c, bool give_up_when_stopping);
 
   work_unit* acquire_unit();
@@ -135,6 +151,9 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::vector<std::unique_ptr<channel>> channels;
   std::vector<std::unique_ptr<stage_rt>> stages;  // back(): the sink
   std::vector<std::unique_ptr<region_rt>> regions;
+  std::unique_ptr<stage_rt> source_stage;  // null when the source has a thread
+  std::atomic<bool> source_done{false};
+  std::uint64_t next_seq = 0;  // source stage only
   type_list out_types;
 
   std::atomic<int> state{running};

@@ -1,5 +1,6 @@
 #include <sinew/tbb_scheduler.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -20,19 +21,14 @@ std::uint64_t now_ns() {
 }
 // oneTBB's pool holds hardware_concurrency - 1 workers unless told otherwise;
 // our arenas reserve no slot for an external thread (stage activations are
-// enqueued from the source thread, which never joins), so an arena of n needs
-// n workers. The active limit is the smallest among live global_controls,
-// so keep a single one and replace it when a larger arena appears.
+// enqueued from threads that never join), so an arena of n needs n workers.
+// The active limit is the smallest among live global_controls and replacing
+// one while arenas run is unsafe, so one is set, once, generously: the pool
+// only grows as arenas ask for workers.
 void ensure_workers(unsigned n) {
-  static std::mutex m;
-  static std::unique_ptr<tbb::global_control> gc;
-  static std::size_t current = 0;
-  std::lock_guard<std::mutex> lk(m);
-  std::size_t want = std::max<std::size_t>(n, std::thread::hardware_concurrency()) + 1;
-  if (want <= current) return;
-  gc.reset();
-  gc = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, want);
-  current = want;
+  static const std::size_t cap = std::max<std::size_t>({n, std::thread::hardware_concurrency(), 256}) + 1;
+  static tbb::global_control gc(tbb::global_control::max_allowed_parallelism, cap);
+  (void)gc;
 }
 
 }  // namespace

@@ -317,21 +317,25 @@ TEST_CASE("wrong buffer types are reported with the node path", "[runtime]") {
 }
 
 TEST_CASE("cancel stops an unbounded stream and releases every unit", "[runtime][tsan]") {
-  std::atomic<std::uint64_t> made{0};
-  auto src = generate([&](unit_builder& b) {
-    b.set_shape(shape::d1(16));
-    auto v = b.add<int>();
-    for (int i = 0; i < 16; ++i) v[std::size_t(i)] = i;
-    made++;
-    return true;  // forever
-  });
-  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 2)));
-  auto f = g.run(src, discard());
-  while (made.load() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  f.cancel();
-  REQUIRE(f.wait_for(std::chrono::seconds(20)));
-  CHECK_THROWS_AS(f.get(), sinew::cancelled);
-  CHECK(f.stats().units_alive == 0);
+  for (auto mode : {source_mode::task, source_mode::thread}) {
+    std::atomic<std::uint64_t> made{0};
+    auto src = generate(
+        [&](unit_builder& b) {
+          b.set_shape(shape::d1(16));
+          auto v = b.add<int>();
+          for (int i = 0; i < 16; ++i) v[std::size_t(i)] = i;
+          made++;
+          return true;  // forever
+        },
+        mode);
+    graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 2)));
+    auto f = g.run(src, discard());
+    while (made.load() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    f.cancel();
+    REQUIRE(f.wait_for(std::chrono::seconds(20)));
+    CHECK_THROWS_AS(f.get(), sinew::cancelled);
+    CHECK(f.stats().units_alive == 0);
+  }
 }
 
 TEST_CASE("a stop token cancels the run", "[runtime]") {
@@ -351,22 +355,26 @@ TEST_CASE("a stop token cancels the run", "[runtime]") {
 }
 
 TEST_CASE("stop drains every accepted unit", "[runtime][tsan]") {
-  auto src = generate([&](unit_builder& b) {
-    b.set_shape(shape::d1(4));
-    auto v = b.add<int>();
-    for (int i = 0; i < 4; ++i) v[std::size_t(i)] = i;
-    return true;
-  });
-  std::atomic<std::uint64_t> got{0};
-  graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 3)));
-  auto f = g.run(src, for_each([&](const work_unit&) { got++; }));
-  while (got.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  f.stop();
-  f.get();
-  auto st = f.stats();
-  CHECK(st.units_in == st.units_out);
-  CHECK(st.units_out == got.load());
-  CHECK(st.units_alive == 0);
+  for (auto mode : {source_mode::task, source_mode::thread}) {
+    auto src = generate(
+        [&](unit_builder& b) {
+          b.set_shape(shape::d1(4));
+          auto v = b.add<int>();
+          for (int i = 0; i < 4; ++i) v[std::size_t(i)] = i;
+          return true;
+        },
+        mode);
+    std::atomic<std::uint64_t> got{0};
+    graph g(pipeline(map<inc>(), farm(map<slow_copy>(), 3)));
+    auto f = g.run(src, for_each([&](const work_unit&) { got++; }));
+    while (got.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    f.stop();
+    f.get();
+    auto st = f.stats();
+    CHECK(st.units_in == st.units_out);
+    CHECK(st.units_out == got.load());
+    CHECK(st.units_alive == 0);
+  }
 }
 
 TEST_CASE("a graph can be run again, and twice at once", "[runtime][tsan]") {
@@ -400,7 +408,7 @@ TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]")
     b.set_shape(shape::d1(4));
     b.add<int>();
     return true;
-  });
+  }, source_mode::thread);
   graph g(pipeline(map<inc>(), farm(map<twice>(), 2), map<inc>()));
   auto f = g.run(src, discard());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the workers go to sleep

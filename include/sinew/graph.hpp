@@ -49,6 +49,7 @@ struct stage_stats {
   unsigned concurrency = 1;
   std::size_t capacity = 0;        ///< of the input queue
   std::size_t high_water = 0;      ///< most units the input queue held
+  std::size_t queued = 0;          ///< units in the input queue now
   std::uint64_t units = 0;         ///< data units processed
   std::uint64_t busy_ns = 0;       ///< time in the leaf
   std::uint64_t activations = 0;   ///< tasks the stage ran as

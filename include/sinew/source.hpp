@@ -110,6 +110,9 @@ class source_impl {
   /// Number of units, when known in advance.
   virtual std::optional<std::uint64_t> size_hint() const { return std::nullopt; }
   virtual std::string label() const { return "source"; }
+  /// True if `next` may block (I/O, waiting for data): the source then gets
+  /// a thread of its own. Otherwise it runs as a task on the scheduler.
+  virtual bool blocking() const { return false; }
 };
 
 template <class Item>
@@ -159,12 +162,14 @@ class arrays_source final : public source_impl {
 
 class generator_source final : public source_impl {
  public:
-  explicit generator_source(std::function<bool(unit_builder&)> f) : f_(std::move(f)) {}
+  generator_source(std::function<bool(unit_builder&)> f, bool blocking) : f_(std::move(f)), blocking_(blocking) {}
   bool next(unit_builder& b) override { return f_(b); }
   std::string label() const override { return "source(generator)"; }
+  bool blocking() const override { return blocking_; }
 
  private:
   std::function<bool(unit_builder&)> f_;
+  bool blocking_;
 };
 
 }  // namespace detail
@@ -190,9 +195,15 @@ template <class... C>
 source from_arrays(C&... arrays) {
   return source(std::make_shared<detail::arrays_source<C...>>(arrays...));
 }
+/// How a generator source runs.
+enum class source_mode {
+  task,    ///< on the scheduler's workers, between other stages: `fn` must not block
+  thread,  ///< on a thread of its own: `fn` may block (sockets, pipes, waiting for data)
+};
+
 /// Calls `fn` for each unit until it returns false (or forever).
-inline source generate(std::function<bool(unit_builder&)> fn) {
-  return source(std::make_shared<detail::generator_source>(std::move(fn)));
+inline source generate(std::function<bool(unit_builder&)> fn, source_mode mode = source_mode::task) {
+  return source(std::make_shared<detail::generator_source>(std::move(fn), mode == source_mode::thread));
 }
 
 }  // namespace sinew

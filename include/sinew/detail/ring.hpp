@@ -106,6 +106,16 @@ class spsc_ring {
     tail_.store(t + 1, std::memory_order_release);
     return true;
   }
+  /// Producer side only: fewer than `cap` elements are queued (refreshes the
+  /// cached consumer index only when the cached view says no).
+  bool producer_has_room(std::size_t cap) noexcept {
+    std::size_t t = tail_.load(std::memory_order_relaxed);
+    if (t - head_cache_ < cap) return true;
+    head_cache_ = head_.load(std::memory_order_acquire);
+    return t - head_cache_ < cap;
+  }
+  /// Producer side only: queued elements as the producer last saw them (an upper bound).
+  std::size_t producer_size() const noexcept { return tail_.load(std::memory_order_relaxed) - head_cache_; }
   /// Consumer side only.
   bool try_pop(T& v, std::uint64_t* ticket = nullptr) noexcept(std::is_nothrow_move_assignable_v<T>) {
     std::size_t h = head_.load(std::memory_order_relaxed);
