@@ -1,7 +1,10 @@
 #include <sinew/buffer_pool.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace sinew {
 
@@ -42,48 +45,166 @@ std::pair<unsigned, std::size_t> buffer_pool::size_class(std::size_t bytes) noex
   return {16 + (e - 10) * 4 + sub, rounded};
 }
 
+// ---- per-thread cache of the global pool ---------------------------------
+// Owner-only counters (plain loads and stores on atomics: readable by stats()
+// from other threads, no lock prefix on the hot path).
+struct thread_cache {
+  static constexpr unsigned depth = 32, batch = 16;
+  struct bin {
+    buffer* items[depth];
+    unsigned n = 0;
+  };
+  bin bins[buffer_pool::kThreadCachedClasses];
+  std::atomic<std::int64_t> in_use{0};
+  std::atomic<std::uint64_t> acquires{0}, reuses{0};
+  std::atomic<std::int64_t> cached{0};
+
+  thread_cache();
+  ~thread_cache();
+  static void bump(std::atomic<std::uint64_t>& c, std::uint64_t d = 1) {
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+  static void bump(std::atomic<std::int64_t>& c, std::int64_t d) {
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+};
+
+namespace {
+struct cache_registry {
+  std::mutex m;
+  std::vector<thread_cache*> live;
+  // Totals of caches whose threads have ended.
+  std::int64_t in_use = 0;
+  std::uint64_t acquires = 0, reuses = 0;
+};
+cache_registry& registry() {
+  static cache_registry* r = new cache_registry();  // immortal, like the global pool
+  return *r;
+}
+thread_local thread_cache tls_cache;
+}  // namespace
+
+thread_cache::thread_cache() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.live.push_back(this);
+}
+
+thread_cache::~thread_cache() {
+  auto& pool = buffer_pool::global();
+  for (unsigned c = 0; c < buffer_pool::kThreadCachedClasses; ++c) {
+    bin& b = bins[c];
+    if (b.n == 0) continue;
+    auto& bk = pool.buckets_[c];
+    std::lock_guard<std::mutex> lk(bk.m);
+    for (unsigned i = 0; i < b.n; ++i) bk.free.push_back(b.items[i]);
+    b.n = 0;
+  }
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.live.erase(std::find(r.live.begin(), r.live.end(), this));
+  r.in_use += in_use.load();
+  r.acquires += acquires.load();
+  r.reuses += reuses.load();
+  // Cached bytes moved to the buckets: they stay counted in pool.cached_.
+}
+
+buffer* buffer_pool::take_cached(unsigned cls, std::size_t cap) noexcept {
+  bucket& bk = buckets_[cls];
+  std::lock_guard<std::mutex> lk(bk.m);
+  if (bk.free.empty()) return nullptr;
+  buffer* b = bk.free.back();
+  bk.free.pop_back();
+  cached_.fetch_sub(cap, std::memory_order_relaxed);
+  return b;
+}
+
+buffer* buffer_pool::allocate(unsigned cls, std::size_t cap) {
+  void* mem = std::aligned_alloc(buffer::alignment, cap);
+  if (!mem) {
+    trim();  // give cached memory back and try once more
+    mem = std::aligned_alloc(buffer::alignment, cap);
+    if (!mem) throw std::bad_alloc();
+  }
+  auto* b = new buffer();
+  b->data_ = mem;
+  b->capacity_ = cap;
+  b->size_class_ = cls;
+  b->pool_ = this;
+  allocations_.fetch_add(1, std::memory_order_relaxed);
+  return b;
+}
+
+void buffer_pool::note_in_use(std::int64_t delta) noexcept {
+  std::uint64_t now = in_use_.fetch_add(std::uint64_t(delta), std::memory_order_relaxed) + std::uint64_t(delta);
+  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && now < (std::uint64_t(1) << 63) &&
+         !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
+}
+
 buffer_ref buffer_pool::acquire(std::size_t count, const elem_type& type) {
   auto [cls, cap] = size_class(count * type.size);
-  acquires_.fetch_add(1, std::memory_order_relaxed);
   buffer* b = nullptr;
-  {
-    bucket& bk = buckets_[cls];
-    std::lock_guard<std::mutex> lk(bk.m);
-    if (!bk.free.empty()) {
-      b = bk.free.back();
-      bk.free.pop_back();
+  if (this == &global() && cls < kThreadCachedClasses) {
+    thread_cache& tc = tls_cache;
+    thread_cache::bin& bin = tc.bins[cls];
+    if (bin.n == 0) {  // refill a batch under one lock
+      bucket& bk = buckets_[cls];
+      std::lock_guard<std::mutex> lk(bk.m);
+      unsigned take = unsigned(std::min<std::size_t>(thread_cache::batch, bk.free.size()));
+      for (unsigned i = 0; i < take; ++i) {
+        bin.items[bin.n++] = bk.free.back();
+        bk.free.pop_back();
+      }
+      cached_.fetch_sub(take * cap, std::memory_order_relaxed);
+      thread_cache::bump(tc.cached, std::int64_t(take * cap));
+      note_in_use(0);  // sample the peak on the slow path
     }
-  }
-  if (b) {
-    reuses_.fetch_add(1, std::memory_order_relaxed);
-    cached_.fetch_sub(cap, std::memory_order_relaxed);
+    thread_cache::bump(tc.acquires);
+    if (bin.n) {
+      b = bin.items[--bin.n];
+      thread_cache::bump(tc.reuses);
+      thread_cache::bump(tc.cached, -std::int64_t(cap));
+    } else {
+      b = allocate(cls, cap);
+    }
+    thread_cache::bump(tc.in_use, std::int64_t(cap));
   } else {
-    void* mem = std::aligned_alloc(buffer::alignment, cap);
-    if (!mem) {
-      trim();  // give cached memory back and try once more
-      mem = std::aligned_alloc(buffer::alignment, cap);
-      if (!mem) throw std::bad_alloc();
-    }
-    b = new buffer();
-    b->data_ = mem;
-    b->capacity_ = cap;
-    b->size_class_ = cls;
-    b->pool_ = this;
-    allocations_.fetch_add(1, std::memory_order_relaxed);
+    acquires_.fetch_add(1, std::memory_order_relaxed);
+    b = take_cached(cls, cap);
+    if (b) reuses_.fetch_add(1, std::memory_order_relaxed);
+    else b = allocate(cls, cap);
+    note_in_use(std::int64_t(cap));
   }
   b->count_ = count;
   b->type_ = &type;
-  std::uint64_t now = in_use_.fetch_add(cap, std::memory_order_relaxed) + cap;
-  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
   return buffer_ref(b);
 }
 
 void buffer_pool::give_back(buffer* b) noexcept {
   std::size_t cap = b->capacity_;
-  in_use_.fetch_sub(cap, std::memory_order_relaxed);
+  unsigned cls = b->size_class_;
+  if (this == &global() && cls < kThreadCachedClasses) {
+    thread_cache& tc = tls_cache;
+    thread_cache::bump(tc.in_use, -std::int64_t(cap));
+    thread_cache::bin& bin = tc.bins[cls];
+    if (bin.n == thread_cache::depth) {  // drain a batch under one lock
+      bucket& bk = buckets_[cls];
+      std::lock_guard<std::mutex> lk(bk.m);
+      try {
+        for (unsigned i = 0; i < thread_cache::batch; ++i) bk.free.push_back(bin.items[--bin.n]);
+      } catch (...) {
+      }
+      cached_.fetch_add(thread_cache::batch * cap, std::memory_order_relaxed);
+      thread_cache::bump(tc.cached, -std::int64_t(thread_cache::batch * cap));
+    }
+    bin.items[bin.n++] = b;
+    thread_cache::bump(tc.cached, std::int64_t(cap));
+    return;
+  }
+  note_in_use(-std::int64_t(cap));
   if (cached_.fetch_add(cap, std::memory_order_relaxed) + cap <= max_cached_) {
-    bucket& bk = buckets_[b->size_class_];
+    bucket& bk = buckets_[cls];
     std::lock_guard<std::mutex> lk(bk.m);
     try {
       bk.free.push_back(b);
@@ -116,9 +237,24 @@ buffer_pool::statistics buffer_pool::stats() const {
   s.acquires = acquires_.load();
   s.reuses = reuses_.load();
   s.allocations = allocations_.load();
-  s.bytes_in_use = in_use_.load();
-  s.bytes_cached = cached_.load();
-  s.peak_bytes_in_use = peak_.load();
+  std::int64_t in_use = std::int64_t(in_use_.load());
+  std::int64_t cached = std::int64_t(cached_.load());
+  if (this == &global()) {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lk(r.m);
+    in_use += r.in_use;
+    s.acquires += r.acquires;
+    s.reuses += r.reuses;
+    for (thread_cache* c : r.live) {
+      in_use += c->in_use.load(std::memory_order_relaxed);
+      s.acquires += c->acquires.load(std::memory_order_relaxed);
+      s.reuses += c->reuses.load(std::memory_order_relaxed);
+      cached += c->cached.load(std::memory_order_relaxed);
+    }
+  }
+  s.bytes_in_use = std::uint64_t(std::max<std::int64_t>(0, in_use));
+  s.bytes_cached = std::uint64_t(std::max<std::int64_t>(0, cached));
+  s.peak_bytes_in_use = std::max<std::uint64_t>(peak_.load(), s.bytes_in_use);
   return s;
 }
 

@@ -71,7 +71,7 @@ void channel::unreserve() noexcept {
 
 void channel::freed() {
   if (producer) {
-    producer->notify();
+    producer->hint();
     return;
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the waiter's registration
@@ -141,6 +141,22 @@ bool channel::has_data() const noexcept {
 
 // ---------------------------------------------------------------- stage
 
+void stage_rt::hint() {
+  // Cheap path for every push and pop: skip the fence when the stage is
+  // running (it retries on its own). A stale "running" can hide a stage that
+  // is just leaving; the caller's activation then wakes it for certain when
+  // it ends (wake_neighbours), so a unit waits at most that long.
+  if (active.load(std::memory_order_relaxed) < max_active) notify();
+}
+
+void stage_rt::wake_neighbours() {
+  if (out) out->consumer->notify();
+  if (in) {
+    if (in->producer) in->producer->notify();
+    else in->freed();  // the source thread, if it sleeps
+  }
+}
+
 bool stage_rt::has_work() const noexcept {
   if (!in) return !run->source_done.load(std::memory_order_seq_cst) && out->has_space();  // source
   if (!in->has_data() || (out && !out->has_space())) return false;
@@ -195,6 +211,7 @@ void stage_rt::activation() {
   busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   active.fetch_sub(1, std::memory_order_seq_cst);
   notify();  // work that arrived while we were leaving
+  wake_neighbours();
 }
 
 bool stage_rt::enter_regions() {
@@ -279,15 +296,24 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     for (region_rt* r : inside) r->leave();
   } else {
     out->push(u);
-    out->consumer->notify();
+    out->consumer->hint();
   }
   if (concurrent) finish_one();
 }
 
 // ---------------------------------------------------------------- run state
 
+namespace {
+// Units alive never exceed the sum of capacities + 2 (see docs/runtime.md).
+std::size_t unit_bound(const compiled_graph& g) {
+  std::size_t n = 8;
+  for (const auto& s : g.stages) n += std::max<std::size_t>(s.capacity ? s.capacity : g.opts.capacity, 2 * s.concurrency + 2);
+  return n + (g.opts.capacity ? g.opts.capacity : 8);
+}
+}  // namespace
+
 run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink k)
-    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)) {
+    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), free_units(unit_bound(*g)) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   const auto& specs = g->stages;
   std::size_t n = specs.size();
@@ -357,11 +383,11 @@ void run_state::start() {
 
 work_unit* run_state::acquire_unit() {
   work_unit* u = nullptr;
-  {
+  if (!free_units.try_pop(u)) {
     std::lock_guard<std::mutex> lk(pool_m);
-    if (!free_units.empty()) {
-      u = free_units.back();
-      free_units.pop_back();
+    if (!spare_units.empty()) {
+      u = spare_units.back();
+      spare_units.pop_back();
     } else {
       all_units.push_back(std::make_unique<work_unit>());
       u = all_units.back().get();
@@ -374,8 +400,9 @@ work_unit* run_state::acquire_unit() {
 void run_state::release_unit(work_unit* u) {
   u->clear();
   alive.fetch_sub(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(pool_m);
-  free_units.push_back(u);
+  if (free_units.try_push(u)) return;
+  std::lock_guard<std::mutex> lk(pool_m);  // ring full (or a cell still in use): rare
+  spare_units.push_back(u);
 }
 
 bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
@@ -474,7 +501,7 @@ void run_state::source_activation() {
     ++next_seq;
     st.units.fetch_add(1, std::memory_order_relaxed);
     c0.push(u);
-    stages[0]->notify();
+    stages[0]->hint();
     if (--budget == 0) {
       st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
       sched->submit([keep = shared_from_this()] { keep->source_activation(); });
@@ -484,6 +511,7 @@ void run_state::source_activation() {
   st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   st.active.fetch_sub(1, std::memory_order_seq_cst);
   st.notify();
+  st.wake_neighbours();
 }
 
 void run_state::fail(const std::string& path, std::exception_ptr e) {

@@ -115,7 +115,12 @@ struct stage_rt {
   bool has_work() const noexcept;
   bool enter_regions();
   void leave_regions(std::size_t n);
+  /// Starts an activation if there is work and a free slot (full fence).
   void notify();
+  /// notify() unless the stage is visibly running (no fence).
+  void hint();
+  /// Full notify() of both neighbours: run when an activation ends.
+  void wake_neighbours();
   void activation();
   void process(work_unit* u, std::uint64_t ticket);
   void finish_one();                // a popped data unit left the stage
@@ -162,8 +167,9 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::exception_ptr error;
 
   // unit recycling
-  std::mutex pool_m;
-  std::vector<work_unit*> free_units;
+  mpmc_ring<work_unit*> free_units;  // recycled units, lock-free
+  std::mutex pool_m;                 // guards the two below (slow path)
+  std::vector<work_unit*> spare_units;
   std::vector<std::unique_ptr<work_unit>> all_units;
   std::atomic<std::size_t> alive{0}, alive_max{0};
 

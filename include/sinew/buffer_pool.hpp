@@ -4,7 +4,9 @@
 /// thesis (seed 003) lists to remove. Requests are rounded up to a size class
 /// (64-byte steps up to 1 KiB, then 4 steps per power of two, so at most 25%
 /// slack); a released buffer is kept for the next request of its class while
-/// the cached total stays under `max_cached_bytes`.
+/// the cached total stays under `max_cached_bytes`. The global pool also
+/// keeps a small per-thread cache of buffers up to 64 KiB, refilled and
+/// drained in batches, so the common acquire/release takes no lock.
 ///
 /// \code
 /// auto& pool = sinew::buffer_pool::global();
@@ -32,7 +34,7 @@ class buffer_pool {
     std::uint64_t allocations = 0;  ///< fresh allocations from the system
     std::uint64_t bytes_in_use = 0; ///< capacity of buffers currently handed out
     std::uint64_t bytes_cached = 0; ///< capacity of buffers kept for reuse
-    std::uint64_t peak_bytes_in_use = 0;
+    std::uint64_t peak_bytes_in_use = 0;  ///< sampled on the slow path for the global pool
   };
 
   explicit buffer_pool(std::size_t max_cached_bytes = std::size_t(1) << 31);
@@ -60,9 +62,14 @@ class buffer_pool {
 
  private:
   friend class buffer;
+  friend struct thread_cache;
   void give_back(buffer* b) noexcept;
+  buffer* take_cached(unsigned cls, std::size_t cap) noexcept;  // from the buckets, or null
+  buffer* allocate(unsigned cls, std::size_t cap);
+  void note_in_use(std::int64_t delta) noexcept;
 
   static constexpr unsigned kClasses = 16 + 4 * 64;
+  static constexpr unsigned kThreadCachedClasses = 16 + 4 * 6;  // up to 64 KiB
   struct bucket {
     std::mutex m;
     std::vector<buffer*> free;
