@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <sinew/buffer_pool.hpp>
+#include <sinew/detail/fence.hpp>
 #include <sinew/pipeline.hpp>
 
 namespace sinew::detail {
@@ -74,7 +75,7 @@ void channel::freed() {
     producer->hint();
     return;
   }
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the waiter's registration
+  seq_cst_fence();  // pairs with the waiter's registration
   if (waiters.load(std::memory_order_seq_cst) > 0) {
     space_epoch.fetch_add(1, std::memory_order_seq_cst);
     space_epoch.notify_all();
@@ -132,7 +133,7 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
 }
 
 bool channel::has_data() const noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  seq_cst_fence();
   if (k == kind::reorder)
     return ready.load(std::memory_order_seq_cst) > 0 ||
            (consumer && consumer->run->dropping() && queued.load(std::memory_order_seq_cst) > 0);
@@ -166,7 +167,7 @@ bool stage_rt::has_work() const noexcept {
 }
 
 void stage_rt::notify() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  seq_cst_fence();
   unsigned a = active.load(std::memory_order_seq_cst);
   if (a >= max_active || !has_work()) return;
   while (a < max_active) {

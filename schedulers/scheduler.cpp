@@ -1,8 +1,11 @@
+#include <sinew/error.hpp>
 #include <sinew/scheduler.hpp>
+#include <sinew/steal_scheduler.hpp>
 #include <sinew/tbb_scheduler.hpp>
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace sinew {
 
@@ -18,10 +21,18 @@ double scheduler_stats::load_balance() const {
 }
 
 scheduler& default_scheduler() {
-  static tbb_scheduler* s = [] {
+  // SINEW_SCHEDULER picks the policy (tbb when unset or empty), SINEW_THREADS
+  // the number of workers. An unknown policy throws (and the next call tries
+  // again).
+  static scheduler* s = []() -> scheduler* {
     unsigned n = 0;
     if (const char* e = std::getenv("SINEW_THREADS")) n = unsigned(std::strtoul(e, nullptr, 10));
-    return new tbb_scheduler(n);  // immortal: tasks may still run during exit
+    std::string policy = "tbb";
+    if (const char* e = std::getenv("SINEW_SCHEDULER"); e && *e) policy = e;
+    // Immortal: tasks may still run during exit.
+    if (policy == "tbb") return new tbb_scheduler(n);
+    if (policy == "steal") return new steal_scheduler(n);
+    throw error("SINEW_SCHEDULER: unknown policy '" + policy + "' (known: tbb, steal)");
   }();
   return *s;
 }

@@ -39,6 +39,8 @@ struct scheduler_stats {
   struct worker {
     std::uint64_t tasks = 0;    ///< tasks (and map chunks) run by this worker
     std::uint64_t busy_ns = 0;  ///< time spent running them
+    std::uint64_t steals = 0;          ///< tasks taken from another worker (work-stealing policies)
+    std::uint64_t steal_attempts = 0;  ///< steals tried on victims that looked non-empty
   };
   std::uint64_t tasks_submitted = 0;
   std::uint64_t tasks_run = 0;
@@ -68,8 +70,9 @@ class scheduler {
   virtual void reset_stats() = 0;
 };
 
-/// The process-wide default scheduler (`tbb` over all hardware threads, or
-/// `SINEW_THREADS` threads when that environment variable is set).
+/// The process-wide default scheduler: the policy named by the environment
+/// variable `SINEW_SCHEDULER` (`tbb`, the default, or `steal`) over all
+/// hardware threads, or `SINEW_THREADS` threads when that is set.
 scheduler& default_scheduler();
 
 /// A set of tasks one can wait for.

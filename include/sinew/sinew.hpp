@@ -19,6 +19,7 @@
 #include <sinew/sink.hpp>
 #include <sinew/source.hpp>
 #include <sinew/spsc_queue.hpp>
+#include <sinew/steal_scheduler.hpp>
 #include <sinew/tbb_scheduler.hpp>
 #include <sinew/version.hpp>
 #include <sinew/view.hpp>

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,19 +63,30 @@ class container_sink final : public sink_impl {
       if (!ok)
         throw graph_error("sink", "container elements do not match the graph's outputs " + outputs.str());
     }
+    // The source (provide) and the sink (consume) run on different threads.
+    // With a known count the vector is sized once here and never moves;
+    // otherwise it grows under a lock held by both sides.
     out_.clear();
-    if (units) out_.reserve(*units);
+    sized_ = units.has_value();
+    if (sized_) out_.resize(*units);
   }
   bool provide(std::uint64_t seq, const shape& s, layer& l) override {
-    if (out_.size() <= seq) out_.resize(seq + 1);
+    std::unique_lock<std::mutex> lk(m_, std::defer_lock);
+    if (!sized_) {
+      lk.lock();
+      if (out_.size() <= seq) out_.resize(seq + 1);
+    }
+    if (seq >= out_.size()) throw error("into(): the source produced more units than it announced");
     item_traits<Item>::resize(out_[seq], s);
     item_traits<Item>::add_to(out_[seq], l);
     return true;
   }
   void consume(work_unit& u) override {
-    // In-place graphs leave the result in the input buffers: copy it over.
+    std::unique_lock<std::mutex> lk(m_, std::defer_lock);
+    if (!sized_) lk.lock();
     if (u.seq() >= out_.size()) out_.resize(u.seq() + 1);
     Item& it = out_[u.seq()];
+    // In-place graphs leave the result in the input buffers: copy it over.
     const layer& r = u.in();
     if (!(item_traits<Item>::shape(it) == r.shape())) item_traits<Item>::resize(it, r.shape());
     layer mine(r.shape());
@@ -86,6 +99,8 @@ class container_sink final : public sink_impl {
 
  private:
   std::vector<Item>& out_;
+  bool sized_ = false;
+  std::mutex m_;
 };
 
 template <class... C>

@@ -1,0 +1,556 @@
+// The `steal` policy: per-worker Chase-Lev deques, a shared injection queue,
+// round-robin stealing, futex sleep when idle. See steal_scheduler.hpp for the
+// policy and the papers; this file's comments cover the concurrency protocols.
+#include <sinew/detail/chase_lev_deque.hpp>
+#include <sinew/error.hpp>
+#include <sinew/steal_scheduler.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace sinew {
+
+namespace {
+
+std::uint64_t now_ns() {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count());
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Futex on a 32-bit atomic: sleep while *a == expected; wake n sleepers.
+// Spurious returns are allowed: every caller re-checks its condition.
+inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) noexcept {
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+#else
+  a.wait(expected, std::memory_order_seq_cst);
+#endif
+}
+inline void futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr,
+          0);
+#else
+  if (n == 1) a.notify_one();
+  else a.notify_all();
+#endif
+}
+
+// Idle phases before sleeping: `pause_rounds` looks for work separated by a
+// few pause instructions, then `yield_rounds` separated by sched_yield. A
+// few tens of microseconds in all.
+constexpr unsigned pause_rounds = 64;
+constexpr unsigned yield_rounds = 16;
+constexpr unsigned spin_rounds = pause_rounds + yield_rounds;
+inline void idle_backoff(unsigned round) noexcept {
+  if (round < pause_rounds)
+    for (int i = 0; i < 16; ++i) cpu_relax();
+  else
+    std::this_thread::yield();
+}
+
+constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
+
+struct loop_ctx;
+
+// A task: a submitted function, or a block [b, e) of a parallel_for.
+struct task {
+  task* next_free = nullptr;
+  loop_ctx* loop = nullptr;  // null: a submitted function
+  std::size_t b = 0, e = 0;
+  std::function<void()> fn;
+};
+
+// A per-thread cache of task objects, so that the steady state allocates
+// nothing per task. A task is freed by the thread that ran it, which may not
+// be the one that allocated it; caches are bounded, the excess is deleted.
+struct task_cache {
+  static constexpr unsigned cap = 4096;
+  task* head = nullptr;
+  unsigned n = 0;
+  ~task_cache() {
+    while (head) {
+      task* t = head;
+      head = t->next_free;
+      delete t;
+    }
+  }
+  task* get() {
+    if (!head) return new task;
+    task* t = head;
+    head = t->next_free;
+    --n;
+    return t;
+  }
+  void put(task* t) noexcept {
+    if (n >= cap) {
+      delete t;
+      return;
+    }
+    t->next_free = head;
+    t->loop = nullptr;
+    head = t;
+    ++n;
+  }
+};
+thread_local task_cache tl_cache;
+
+// A parallel_for in progress; lives on the caller's stack. `remaining`
+// counts the elements not yet processed: the block that brings it to zero
+// finishes the loop, and nothing may touch the loop_ctx after that (the
+// caller may already have returned), which is why finished loops are
+// announced on scheduler-wide futex words rather than on the loop itself.
+struct loop_ctx {
+  loop_ctx(detail::function_ref<void(std::size_t, std::size_t)> bd, std::size_t g, std::size_t n)
+      : body(bd), grain(g), remaining(n) {}
+  detail::function_ref<void(std::size_t, std::size_t)> body;
+  std::size_t grain;
+  std::atomic<std::size_t> remaining;
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;  // written once, by whoever set `failed`
+};
+
+}  // namespace
+
+struct steal_scheduler::impl {
+  struct alignas(64) worker {
+    detail::chase_lev_deque<task*> dq;
+    std::thread th;
+    unsigned index = 0;
+    impl* owner = nullptr;
+    // Owner-only bookkeeping.
+    unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
+    unsigned tick = 0;
+    // Counters: written by the owner, read and reset by anyone.
+    alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals{0}, steal_attempts{0},
+        fn_run{0}, submitted{0};
+  };
+
+  impl(unsigned n, bool pin) : threads(n), pin(pin) {}
+
+  unsigned threads;
+  bool pin;
+  std::vector<int> cpus;  // CPUs this process may use (for pinning)
+  std::vector<std::unique_ptr<worker>> workers;
+
+  // Injection queue for tasks from outside. `inj_size` mirrors inj.size() so
+  // that an empty queue can be seen without the lock.
+  std::mutex inj_m;
+  std::deque<task*> inj;
+  alignas(64) std::atomic<std::size_t> inj_size{0};
+
+  // Sleeping (see "Sleep protocol" below).
+  alignas(64) std::atomic<std::uint32_t> sleepers{0};       // idle workers registered to sleep
+  alignas(64) std::atomic<std::uint32_t> wake_epoch{0};     // their futex word
+  alignas(64) std::atomic<std::uint32_t> loop_waiters{0};   // workers sleeping in parallel_for
+  alignas(64) std::atomic<std::uint32_t> loop_epoch{0};     // their futex word
+  alignas(64) std::atomic<std::uint32_t> ext_waiters{0};    // outside threads in parallel_for
+  alignas(64) std::atomic<std::uint32_t> ext_epoch{0};      // their futex word
+  alignas(64) std::atomic<bool> stopping{false};
+  std::atomic<std::uint64_t> ext_submitted{0}, pfors{0};
+
+  static thread_local worker* tl_worker;
+
+  worker* me() const noexcept {
+    worker* w = tl_worker;
+    return (w && w->owner == this) ? w : nullptr;
+  }
+
+  // ------------------------------------------------------------ sleep protocol
+  //
+  // Idle workers (no lost wake-ups):
+  //
+  //   sleeper (worker W)                     submitter (any thread)
+  //   S1 sleepers.fetch_add(1)               P1 push the task (deque bottom or
+  //   S2 fence(seq_cst)                         injection queue + inj_size)
+  //   S3 e = wake_epoch.load()               P2 fence(seq_cst)
+  //   S4 look at every queue (pop own,       P3 if sleepers.load() > 0:
+  //      injection, steal round); found         P4 wake_epoch.fetch_add(1)
+  //      or lost a steal race: run / retry      P5 futex_wake(wake_epoch, 1)
+  //   S5 futex_wait(wake_epoch, e)
+  //   S6 sleepers.fetch_sub(1)
+  //
+  // Claim: if a task is pushed, then W does not stay asleep in S5 while the
+  // task sits in a queue and no other thread will run it. The two seq_cst
+  // fences S2 and P2 are totally ordered:
+  //  * P2 before S2: P1 happens before the loads of S4 (store, fence P2,
+  //    fence S2, load: the load sees the store or a later one), so W finds
+  //    the task (or finds that someone took it: top moved, or the deque/queue
+  //    was changed by a thread that is running it), and does not sleep.
+  //  * S2 before P2: P3 reads sleepers after S1, so it sees W registered and
+  //    performs P4 and P5. If W's load S3 read a value older than P4's, W's
+  //    futex_wait in S5 either sees the changed word and returns at once, or
+  //    was already queued in the kernel and is woken by P5 -- unless P5
+  //    woke another registered sleeper instead, which then looks for work
+  //    itself (one push, one wake, one worker that looks: the task is not
+  //    lost). If S3 read P4's value (or a later one), S3 synchronizes with
+  //    P4, P1 happens before S4, and W finds the task as above.
+  // So a task is always either found by a looking worker or followed by a
+  // wake of a registered sleeper. A submitter that sees sleepers == 0 makes
+  // no system call: when every worker is busy, a submit costs one fence.
+  // Stealing at S4 that loses a race means another thread took something
+  // and the deque may hold more: W does not sleep then.
+  //
+  // Shutdown uses the same handshake: stopping.store(true) then P4 and a
+  // wake of all; a worker that read stopping == false in S4 had read its
+  // epoch before the bump, so its futex_wait returns.
+  //
+  // Workers waiting inside parallel_for for the last blocks of their loop
+  // (which other workers are running) sleep the same way on loop_epoch,
+  // registered in loop_waiters; they are woken (all of them: the word is
+  // shared) when any loop finishes -- finisher: remaining.fetch_sub to 0,
+  // fence, if loop_waiters > 0 bump loop_epoch and wake all; waiter:
+  // loop_waiters++, fence, read loop_epoch, re-check remaining and the
+  // queues, futex_wait -- the same fence argument. A push that finds no idle
+  // sleeper wakes one loop waiter so it can help. Outside threads waiting
+  // for an injected parallel_for use ext_waiters / ext_epoch likewise (kept
+  // apart so that they never absorb a wake meant for a helper).
+
+  void announce_work() noexcept {
+    detail::seq_cst_fence();  // P2
+    if (sleepers.load(std::memory_order_relaxed) != 0) {  // P3
+      wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
+      futex_wake(wake_epoch, 1);                           // P5
+    } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
+      loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(loop_epoch, 1);
+    }
+  }
+
+  void announce_loop_done() noexcept {
+    detail::seq_cst_fence();
+    if (loop_waiters.load(std::memory_order_relaxed) != 0) {
+      loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(loop_epoch, INT_MAX);
+    }
+    if (ext_waiters.load(std::memory_order_relaxed) != 0) {
+      ext_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(ext_epoch, INT_MAX);
+    }
+  }
+
+  // ------------------------------------------------------------ queues
+
+  void push(worker* w, task* t) {
+    if (w) {
+      w->dq.push(t);
+    } else {
+      {
+        std::lock_guard<std::mutex> lk(inj_m);
+        inj.push_back(t);
+        inj_size.store(inj.size(), std::memory_order_relaxed);
+      }
+    }
+    announce_work();
+  }
+
+  task* pop_injected() {
+    if (inj_size.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard<std::mutex> lk(inj_m);
+    if (inj.empty()) return nullptr;
+    task* t = inj.front();
+    inj.pop_front();
+    inj_size.store(inj.size(), std::memory_order_relaxed);
+    return t;
+  }
+
+  // Own deque, injection queue, then one round of steals starting after `w`.
+  // `contended`: a steal lost a race (there may be more work).
+  task* find_work(worker& w, bool& contended) {
+    task* t = nullptr;
+    if (++w.tick == inject_check_period) {
+      w.tick = 0;
+      if ((t = pop_injected())) return t;
+    }
+    if (w.dq.pop(t)) return t;
+    if ((t = pop_injected())) return t;
+    const unsigned n = threads;
+    for (unsigned k = 1; k < n; ++k) {
+      worker& v = *workers[(w.index + k) % n];
+      if (v.dq.empty_approx()) continue;
+      w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
+      auto r = v.dq.steal(t);
+      if (r == detail::chase_lev_deque<task*>::steal_result::success) {
+        w.steals.fetch_add(1, std::memory_order_relaxed);
+        return t;
+      }
+      if (r == detail::chase_lev_deque<task*>::steal_result::lost_race) contended = true;
+    }
+    return nullptr;
+  }
+
+  // Whether any queue looks non-empty (for a loop waiter's re-check; it does
+  // not take anything).
+  bool work_visible(const worker& w) const noexcept {
+    if (inj_size.load(std::memory_order_relaxed) != 0) return true;
+    if (!w.dq.empty_approx()) return true;
+    for (const auto& v : workers)
+      if (!v->dq.empty_approx()) return true;
+    return false;
+  }
+
+  // ------------------------------------------------------------ running
+
+  void run_task(worker& w, task* t) noexcept {
+    const bool outer = w.depth == 0;
+    const std::uint64_t t0 = outer ? now_ns() : 0;
+    ++w.depth;
+    if (t->loop) {
+      run_block(w, t);
+      w.tasks.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      t->fn();  // noexcept context: a throwing submitted task terminates
+      t->fn = nullptr;  // release captures now, not when the object is reused
+      tl_cache.put(t);
+      w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
+      w.fn_run.fetch_add(1, std::memory_order_release);
+    }
+    --w.depth;
+    if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  }
+
+  // A block of a parallel_for: give away right halves while longer than the
+  // grain, then run the leftmost part.
+  void run_block(worker& w, task* t) noexcept {
+    loop_ctx* L = t->loop;
+    std::size_t b = t->b, e = t->e;
+    tl_cache.put(t);
+    while (e - b > L->grain) {
+      std::size_t mid = b + (e - b) / 2;
+      task* r = tl_cache.get();
+      r->loop = L;
+      r->b = mid;
+      r->e = e;
+      push(&w, r);
+      e = mid;
+    }
+    try {
+      L->body(b, e);
+    } catch (...) {
+      bool expected = false;
+      if (L->failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+        L->error = std::current_exception();
+    }
+    if (L->remaining.fetch_sub(e - b, std::memory_order_acq_rel) == e - b)
+      announce_loop_done();  // L may be gone now
+  }
+
+  // A worker waits for its loop: it runs whatever it can find meanwhile.
+  void help_until_done(worker& w, loop_ctx& L) {
+    unsigned idle = 0;
+    while (L.remaining.load(std::memory_order_acquire) != 0) {
+      bool contended = false;
+      if (task* t = find_work(w, contended)) {
+        run_task(w, t);
+        idle = 0;
+        continue;
+      }
+      if (contended) continue;
+      if (idle < spin_rounds) {
+        idle_backoff(idle++);
+        continue;
+      }
+      loop_waiters.fetch_add(1, std::memory_order_seq_cst);
+      detail::seq_cst_fence();
+      std::uint32_t e = loop_epoch.load(std::memory_order_seq_cst);
+      if (L.remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w))
+        futex_wait(loop_epoch, e);
+      loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
+      idle = pause_rounds;  // woken: look around a little, then sleep again
+    }
+  }
+
+  // An outside thread waits for its injected loop.
+  void wait_outside(loop_ctx& L) {
+    for (unsigned i = 0; i < 64 && L.remaining.load(std::memory_order_acquire) != 0; ++i)
+      cpu_relax();
+    while (L.remaining.load(std::memory_order_acquire) != 0) {
+      ext_waiters.fetch_add(1, std::memory_order_seq_cst);
+      detail::seq_cst_fence();
+      std::uint32_t e = ext_epoch.load(std::memory_order_seq_cst);
+      if (L.remaining.load(std::memory_order_seq_cst) != 0) futex_wait(ext_epoch, e);
+      ext_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  void worker_main(worker& w) {
+    tl_worker = &w;
+#if defined(__linux__)
+    if (pin && !cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpus[w.index % cpus.size()], &set);
+      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // failures ignored
+    }
+    char name[16];
+    std::snprintf(name, sizeof name, "sinew-steal-%u", w.index);
+    (void)pthread_setname_np(pthread_self(), name);
+#endif
+    unsigned idle = 0;
+    for (;;) {
+      bool contended = false;
+      if (task* t = find_work(w, contended)) {
+        run_task(w, t);
+        idle = 0;
+        continue;
+      }
+      if (contended) continue;
+      if (idle < spin_rounds) {
+        idle_backoff(idle++);
+        continue;
+      }
+      // Sleep (protocol above: S1..S6).
+      sleepers.fetch_add(1, std::memory_order_seq_cst);          // S1
+      detail::seq_cst_fence();       // S2
+      std::uint32_t e = wake_epoch.load(std::memory_order_seq_cst);  // S3
+      task* t = find_work(w, contended);                         // S4
+      bool stop = !t && !contended && stopping.load(std::memory_order_seq_cst);
+      if (!t && !contended && !stop) futex_wait(wake_epoch, e);  // S5
+      sleepers.fetch_sub(1, std::memory_order_seq_cst);          // S6
+      if (t) run_task(w, t);
+      if (stop) break;  // nothing left anywhere this worker could see
+      idle = t ? 0 : pause_rounds;
+    }
+    tl_worker = nullptr;
+  }
+};
+
+thread_local steal_scheduler::impl::worker* steal_scheduler::impl::tl_worker = nullptr;
+
+steal_scheduler::steal_scheduler(unsigned threads, bool pin)
+    : p_(std::make_unique<impl>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
+                                pin)) {
+#if defined(__linux__)
+  if (pin) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) p_->cpus.push_back(c);
+  }
+#endif
+  for (unsigned i = 0; i < p_->threads; ++i) {
+    auto w = std::make_unique<impl::worker>();
+    w->index = i;
+    w->owner = p_.get();
+    p_->workers.push_back(std::move(w));
+  }
+  // Every worker exists before any starts (they steal from each other).
+  try {
+    for (auto& w : p_->workers) {
+      impl::worker* wp = w.get();
+      impl* p = p_.get();
+      w->th = std::thread([p, wp] { p->worker_main(*wp); });
+    }
+  } catch (...) {
+    p_->stopping.store(true, std::memory_order_seq_cst);
+    p_->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(p_->wake_epoch, INT_MAX);
+    for (auto& w : p_->workers)
+      if (w->th.joinable()) w->th.join();
+    throw;
+  }
+}
+
+steal_scheduler::~steal_scheduler() {
+  // Workers leave once they see `stopping` and find no work; tasks still
+  // queued (and the ones they spawn) run first.
+  p_->stopping.store(true, std::memory_order_seq_cst);
+  p_->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(p_->wake_epoch, INT_MAX);
+  for (auto& w : p_->workers) w->th.join();
+  // A task left in the injection queue after every worker left can only come
+  // from a submit that raced with the destructor (undefined); free it.
+  for (task* t : p_->inj) delete t;
+}
+
+unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
+
+void steal_scheduler::submit(std::function<void()> fn, const locality_hint&) {
+  if (!fn) throw error("steal_scheduler::submit: empty function");
+  impl::worker* w = p_->me();
+  if (w) w->submitted.fetch_add(1, std::memory_order_relaxed);
+  else p_->ext_submitted.fetch_add(1, std::memory_order_relaxed);
+  task* t = tl_cache.get();
+  t->loop = nullptr;
+  t->fn = std::move(fn);
+  p_->push(w, t);
+}
+
+void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
+                                   detail::function_ref<void(std::size_t, std::size_t)> body) {
+  if (n == 0) return;
+  if (grain == 0) grain = 1;
+  p_->pfors.fetch_add(1, std::memory_order_relaxed);
+  loop_ctx L(body, grain, n);
+  task* root = tl_cache.get();
+  root->loop = &L;
+  root->b = 0;
+  root->e = n;
+  if (impl::worker* w = p_->me()) {
+    p_->run_task(*w, root);  // splits onto our deque, runs the leftmost block
+    p_->help_until_done(*w, L);
+  } else {
+    p_->push(nullptr, root);
+    p_->wait_outside(L);
+  }
+  if (L.error) std::rethrow_exception(L.error);
+}
+
+scheduler_stats steal_scheduler::stats() const {
+  scheduler_stats s;
+  s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
+  s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
+  for (const auto& w : p_->workers) {
+    s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
+    s.tasks_run += w->fn_run.load(std::memory_order_acquire);
+    scheduler_stats::worker x;
+    x.tasks = w->tasks.load(std::memory_order_relaxed);
+    x.busy_ns = w->busy.load(std::memory_order_relaxed);
+    x.steals = w->steals.load(std::memory_order_relaxed);
+    x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
+    s.workers.push_back(x);
+  }
+  return s;
+}
+
+void steal_scheduler::reset_stats() {
+  p_->ext_submitted.store(0, std::memory_order_relaxed);
+  p_->pfors.store(0, std::memory_order_relaxed);
+  for (auto& w : p_->workers) {
+    w->tasks.store(0, std::memory_order_relaxed);
+    w->busy.store(0, std::memory_order_relaxed);
+    w->steals.store(0, std::memory_order_relaxed);
+    w->steal_attempts.store(0, std::memory_order_relaxed);
+    w->fn_run.store(0, std::memory_order_relaxed);
+    w->submitted.store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace sinew
