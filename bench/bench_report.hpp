@@ -1,0 +1,21 @@
+#pragma once
+// sinew-bench: machine description and JSON output (internal to bench/).
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+
+namespace sinew_bench {
+
+struct machine_info {
+  std::string cpu_model, cpu_flags, hostname, kernel, compiler, build_type, build_flags,
+      build_flags_from_macros, date, sinew_version, git_commit, tbb_version, openmp, sinew_scheduler;
+  unsigned logical_cpus = 0, physical_cores = 0, hardware_concurrency = 0, sinew_scheduler_threads = 0;
+};
+
+machine_info describe_machine();
+
+bool write_json(const std::string& path, const machine_info& m, const config& c,
+                const std::vector<result>& results, const std::string& command_line);
+
+}  // namespace sinew_bench

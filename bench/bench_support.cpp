@@ -1,0 +1,179 @@
+// sinew-bench: registry, measuring method, helpers.
+#include "bench.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+
+namespace sinew_bench {
+
+std::vector<benchmark>& registry() {
+  static std::vector<benchmark> r;  // function-local: safe from static-init order
+  return r;
+}
+
+summary summarize(std::vector<double> v) {
+  summary s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  s.min = v.front();
+  s.max = v.back();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  // Middle third: drop the lowest and highest n/3 samples (at least one kept).
+  std::size_t cut = n / 3;
+  if (n - 2 * cut == 0) cut = 0;
+  double sum = std::accumulate(v.begin() + std::ptrdiff_t(cut), v.end() - std::ptrdiff_t(cut), 0.0);
+  s.mid_mean = sum / double(n - 2 * cut);
+  return s;
+}
+
+void context::param(const std::string& key, const std::string& value) {
+  for (auto& p : r_.params)
+    if (p.first == key) {
+      p.second = value;
+      return;
+    }
+  r_.params.emplace_back(key, value);
+}
+
+void context::note(const std::string& text) { r_.notes.push_back(text); }
+void context::error(const std::string& text) { r_.errors.push_back(text); }
+
+void context::ratio(const std::string& name, double value, double target, direction better,
+                    const std::string& info) {
+  if (skipped_) {
+    note("ratio " + name + " not computed: --variant " + cfg_.variant_filter + " skipped some variants");
+    return;
+  }
+  r_.ratios.push_back({name, value, target, better, info});
+}
+
+const series& context::measure(const variant& v) {
+  const bool progress = isatty(2);
+  series s;
+  s.name = v.name;
+  s.unit = v.unit;
+  s.note = v.note;
+  s.better = v.better;
+  if (!cfg_.variant_filter.empty() && v.name.find(cfg_.variant_filter) == std::string::npos) {
+    skipped_ = true;
+    s.note = "skipped (--variant)";
+    r_.measurements.push_back(std::move(s));
+    return r_.measurements.back();
+  }
+  std::string first_error;
+  auto one = [&](bool timed) {
+    if (v.setup) v.setup();
+    double t0 = now_seconds();
+    v.run();
+    double t1 = now_seconds();
+    if (timed) s.seconds.push_back(t1 - t0);
+    if (v.check && first_error.empty()) first_error = v.check();
+  };
+  if (progress) std::fprintf(stderr, "  [%s] %s: warm-up", r_.name.c_str(), v.name.c_str());
+  for (int i = 0; i < cfg_.warmup; ++i) one(false);
+  for (int i = 0; i < cfg_.reps; ++i) {
+    if (progress) std::fprintf(stderr, "\r  [%s] %s: rep %d/%d   ", r_.name.c_str(), v.name.c_str(), i + 1, cfg_.reps);
+    one(true);
+  }
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  for (double t : s.seconds) s.samples.push_back(v.to_metric ? v.to_metric(t) : t);
+  s.stats = summarize(s.samples);
+  s.time = summarize(s.seconds);
+  if (!first_error.empty()) error(v.name + ": " + first_error);
+  r_.measurements.push_back(std::move(s));
+  return r_.measurements.back();
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+unsigned g_threads = 0;
+}
+void set_thread_count(unsigned n) { g_threads = n; }
+unsigned thread_count() { return g_threads ? g_threads : unsigned(tbb::info::default_concurrency()); }
+
+cpu_snapshot cpu_now() {
+  cpu_snapshot c;
+  const double tick = double(sysconf(_SC_CLK_TCK));
+  if (FILE* f = std::fopen("/proc/stat", "r")) {
+    unsigned long long v[8] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                    &v[7]) == 8) {
+      c.busy = double(v[0] + v[1] + v[2] + v[5] + v[6]) / tick;  // user nice system irq softirq
+      c.steal = double(v[7]) / tick;
+    }
+    std::fclose(f);
+  }
+  if (FILE* f = std::fopen("/proc/self/stat", "r")) {
+    char buf[1024];
+    std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    std::fclose(f);
+    // Fields after the ")" that ends the command name: state is field 3,
+    // utime and stime are fields 14 and 15.
+    if (const char* p = std::strrchr(buf, ')')) {
+      unsigned long long ut = 0, st = 0;
+      if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+        c.self = double(ut + st) / tick;
+    }
+  }
+  return c;
+}
+
+tbb::task_arena& peer_arena() {
+  static tbb::task_arena* a = new tbb::task_arena(int(thread_count()));  // immortal, like Sinew's scheduler
+  return *a;
+}
+
+std::string load_average() {
+  double l[3] = {0, 0, 0};
+  if (getloadavg(l, 3) != 3) return "?";
+  return format_double(l[0], 2) + " " + format_double(l[1], 2) + " " + format_double(l[2], 2);
+}
+
+void parallel_first_touch(std::vector<float>& v, float (*fn)(std::size_t)) {
+  // std::vector<float>(n) has already zero-filled (touched) every page on the
+  // calling thread. Hand the page-aligned interior back to the OS: anonymous
+  // memory then reads as zero again and each page is placed by the first
+  // thread to write it, i.e. by the parallel loop below.
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  auto b = reinterpret_cast<std::uintptr_t>(v.data());
+  auto e = b + v.size() * sizeof(float);
+  std::uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
+  if (pe > pb) (void)madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);
+  float* p = v.data();
+  peer_arena().execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, v.size(), 1 << 16),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i < r.end(); ++i) p[i] = fn(i);
+        },
+        tbb::static_partitioner());
+  });
+}
+
+std::string format_double(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace sinew_bench
