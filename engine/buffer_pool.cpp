@@ -81,7 +81,19 @@ cache_registry& registry() {
   static cache_registry* r = new cache_registry();  // immortal, like the global pool
   return *r;
 }
-thread_local thread_cache tls_cache;
+// Fast access: a plain initial-exec pointer (no guard, no __tls_get_addr);
+// the object itself is created on first use and flushed at thread exit.
+// After that (thread-exit destructors that release buffers) the thread uses
+// the locked path.
+[[gnu::tls_model("initial-exec")]] thread_local thread_cache* tls_ptr = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local bool tls_dead = false;
+thread_cache* my_cache() {
+  if (thread_cache* p = tls_ptr; __builtin_expect(p != nullptr, 1)) return p;
+  if (tls_dead) return nullptr;
+  static thread_local thread_cache holder;
+  tls_ptr = &holder;
+  return &holder;
+}
 }  // namespace
 
 thread_cache::thread_cache() {
@@ -91,6 +103,8 @@ thread_cache::thread_cache() {
 }
 
 thread_cache::~thread_cache() {
+  tls_ptr = nullptr;
+  tls_dead = true;
   auto& pool = buffer_pool::global();
   for (unsigned c = 0; c < buffer_pool::kThreadCachedClasses; ++c) {
     bin& b = bins[c];
@@ -145,8 +159,9 @@ void buffer_pool::note_in_use(std::int64_t delta) noexcept {
 buffer_ref buffer_pool::acquire(std::size_t count, const elem_type& type) {
   auto [cls, cap] = size_class(count * type.size);
   buffer* b = nullptr;
-  if (this == &global() && cls < kThreadCachedClasses) {
-    thread_cache& tc = tls_cache;
+  thread_cache* tcp = (this == &global() && cls < kThreadCachedClasses) ? my_cache() : nullptr;
+  if (tcp) {
+    thread_cache& tc = *tcp;
     thread_cache::bin& bin = tc.bins[cls];
     if (bin.n == 0) {  // refill a batch under one lock
       bucket& bk = buckets_[cls];
@@ -184,8 +199,9 @@ buffer_ref buffer_pool::acquire(std::size_t count, const elem_type& type) {
 void buffer_pool::give_back(buffer* b) noexcept {
   std::size_t cap = b->capacity_;
   unsigned cls = b->size_class_;
-  if (this == &global() && cls < kThreadCachedClasses) {
-    thread_cache& tc = tls_cache;
+  thread_cache* tcp = (this == &global() && cls < kThreadCachedClasses) ? my_cache() : nullptr;
+  if (tcp) {
+    thread_cache& tc = *tcp;
     thread_cache::bump(tc.in_use, -std::int64_t(cap));
     thread_cache::bin& bin = tc.bins[cls];
     if (bin.n == thread_cache::depth) {  // drain a batch under one lock

@@ -355,6 +355,7 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
     regions.push_back(std::move(r));
   }
   out_types = g->root.impl()->output_types();
+  in_types = g->root.impl()->input_types();
 }
 
 run_state::~run_state() {
@@ -444,7 +445,26 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
         }
         if (more && !provided)
           for (const elem_type* t : out_types.types) out.add(buffer_pool::global().acquire(os.count(), *t));
+        if (more && provided) {
+          try {
+            check_layer(out, out_types, "output");
+          } catch (...) {
+            fail(snk.impl().label(), std::current_exception());
+            more = false;
+          }
+        }
         u->push_layer(std::move(out));
+      }
+      // Units enter here with caller-made buffers; every later layer is made
+      // by the graph with the types the tree declares, so this is the one
+      // place buffer types need checking.
+      if (more) {
+        try {
+          check_layer(in, in_types, "input");
+        } catch (...) {
+          fail(g->stages.front().path, std::current_exception());
+          more = false;
+        }
       }
       u->push_layer(std::move(in));
     }

@@ -79,9 +79,9 @@ struct channel {
   const kind k;
   const std::size_t cap;
   const int depth;  // reorder: ticket slot used for ordering
-  std::atomic<std::size_t> used{0};
+  alignas(cache_line) std::atomic<std::size_t> used{0};
   std::atomic<std::size_t> queued{0};
-  std::atomic<std::size_t> high_water{0};
+  alignas(cache_line) std::atomic<std::size_t> high_water{0};
   std::unique_ptr<spsc_ring<work_unit*>> sr;
   std::unique_ptr<mpmc_ring<work_unit*>> mr;
   // reorder channel state
@@ -105,11 +105,13 @@ struct stage_rt {
   channel* in;
   channel* out;  // null: the sink
   unsigned max_active;
-  std::atomic<unsigned> active{0};
-  std::atomic<std::size_t> inflight{0};
+  // Read by the neighbouring stages on every push and pop: its own line.
+  alignas(cache_line) std::atomic<unsigned> active{0};
+  // Written by this stage's activations only.
+  alignas(cache_line) std::atomic<std::size_t> inflight{0};
   std::atomic<work_unit*> eos{nullptr};
   std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0};
-  std::vector<region_rt*> admits;  // ordered regions entered here
+  alignas(cache_line) std::vector<region_rt*> admits;  // ordered regions entered here
   std::vector<region_rt*> inside;  // ordered regions containing this stage
 
   bool has_work() const noexcept;
@@ -159,7 +161,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::unique_ptr<stage_rt> source_stage;  // null when the source has a thread
   std::atomic<bool> source_done{false};
   std::uint64_t next_seq = 0;  // source stage only
-  type_list out_types;
+  type_list out_types, in_types;
 
   std::atomic<int> state{running};
   std::atomic<bool> stop_flag{false};  // seen by sources through unit_builder
@@ -171,9 +173,11 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::mutex pool_m;                 // guards the two below (slow path)
   std::vector<work_unit*> spare_units;
   std::vector<std::unique_ptr<work_unit>> all_units;
-  std::atomic<std::size_t> alive{0}, alive_max{0};
-
-  std::atomic<std::uint64_t> units_in{0}, units_out{0};
+  alignas(cache_line) std::atomic<std::size_t> alive{0};
+  std::atomic<std::size_t> alive_max{0};
+  alignas(cache_line) std::atomic<std::uint64_t> units_in{0};    // the source's
+  alignas(cache_line) std::atomic<std::uint64_t> units_out{0};   // the sink's
+  alignas(cache_line) char pad_[1] = {};
   std::chrono::steady_clock::time_point t0, t1;
   std::thread source_thread;
   std::mutex done_m;

@@ -34,6 +34,9 @@ struct type_list {
   bool matches(const type_list& o) const;
 };
 
+/// Throws if `l` lacks the buffers `t` describes (count and element size).
+void check_layer(const layer& l, const type_list& t, const char* which);
+
 /// Arguments of one synchronous execution of a compiled subtree on a unit:
 /// read `*in`, write `*out` (the same layer for in-place execution).
 struct exec_args {
