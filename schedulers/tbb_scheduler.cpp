@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -42,6 +43,13 @@ struct tbb_scheduler::impl {
   tbb::task_arena arena;
   std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arena
   std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0};
+  // Tasks enqueued and not yet finished. ~task_arena does not wait for them,
+  // and they touch this object after their function returns, so the
+  // destructor waits. Decremented under the lock, so the destructor cannot
+  // see zero while a task still holds a reference.
+  std::mutex m;
+  std::condition_variable idle;
+  std::uint64_t outstanding = 0;
 
   counters& mine() {
     int i = tbb::this_task_arena::current_thread_index();
@@ -60,19 +68,34 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
   p_->arena.initialize();
 }
 
-tbb_scheduler::~tbb_scheduler() = default;
+tbb_scheduler::~tbb_scheduler() {
+  std::unique_lock<std::mutex> lk(p_->m);
+  p_->idle.wait(lk, [&] { return p_->outstanding == 0; });
+}
 
 unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
 
 void tbb_scheduler::submit(std::function<void()> fn, const locality_hint&) {
   p_->submitted.fetch_add(1, std::memory_order_relaxed);
   impl* p = p_.get();
-  p_->arena.enqueue([p, fn = std::move(fn)] {
-    std::uint64_t t0 = now_ns();
-    fn();
-    p->run.fetch_add(1, std::memory_order_relaxed);
-    p->account(t0);
-  });
+  {
+    std::lock_guard<std::mutex> lk(p->m);
+    ++p->outstanding;
+  }
+  struct task {  // oneTBB calls it through a const reference
+    impl* p;
+    mutable std::function<void()> fn;
+    void operator()() const {
+      std::uint64_t t0 = now_ns();
+      fn();
+      fn = nullptr;  // release captures before the scheduler may go away
+      p->run.fetch_add(1, std::memory_order_relaxed);
+      p->account(t0);
+      std::lock_guard<std::mutex> lk(p->m);
+      if (--p->outstanding == 0) p->idle.notify_all();
+    }
+  };
+  p_->arena.enqueue(task{p, std::move(fn)});
 }
 
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,

@@ -194,7 +194,7 @@ TEST_CASE("map_reduce inside loop, over many units", "[runtime][tsan]") {
   CHECK(bad == 0);
 }
 
-TEST_CASE("ordered farms keep order; unordered ones deliver everything", "[runtime][tsan]") {
+TEST_CASE("ordered farms keep order and unordered ones deliver everything", "[runtime][tsan]") {
   struct jitter {
     void operator()(sinew::index i, int x, int* y) const {
       // Uneven cost so replicas finish out of order.

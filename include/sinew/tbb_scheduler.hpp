@@ -18,6 +18,7 @@ class tbb_scheduler final : public scheduler {
  public:
   /// `threads` = 0: all hardware threads.
   explicit tbb_scheduler(unsigned threads = 0);
+  /// Waits for every submitted task to finish.
   ~tbb_scheduler() override;
   const char* name() const noexcept override { return "tbb"; }
   unsigned concurrency() const noexcept override;
