@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+
+#include <sinew/detail/clock.hpp>
 #include <thread>
 
 #include <sinew/buffer_pool.hpp>
@@ -13,11 +15,6 @@
 namespace sinew::detail {
 
 namespace {
-std::uint64_t now_ns() {
-  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count());
-}
 void raise_max(std::atomic<std::size_t>& m, std::size_t v) {
   std::size_t cur = m.load(std::memory_order_relaxed);
   while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}

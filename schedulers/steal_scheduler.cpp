@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+
+#include <sinew/detail/clock.hpp>
 #include <climits>
 #include <cstdio>
 #include <deque>
@@ -27,11 +29,7 @@ namespace sinew {
 
 namespace {
 
-std::uint64_t now_ns() {
-  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count());
-}
+using detail::now_ns;
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

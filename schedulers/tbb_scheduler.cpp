@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+
+#include <sinew/detail/clock.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -15,11 +17,7 @@
 namespace sinew {
 
 namespace {
-std::uint64_t now_ns() {
-  return std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count());
-}
+using detail::now_ns;
 // oneTBB's pool holds hardware_concurrency - 1 workers unless told otherwise;
 // our arenas reserve no slot for an external thread (stage activations are
 // enqueued from threads that never join), so an arena of n needs n workers.

@@ -2,10 +2,19 @@
 // Helpers shared by the engine tests.
 #include <sinew/sinew.hpp>
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <vector>
 
 namespace sinew_test {
+
+/// CPU time (user + system) used by this process so far.
+inline double cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
 
 // Units in the large equality tests. ThreadSanitizer runs ~10x slower, so it
 // uses fewer (the interleavings, not the count, are what it checks).

@@ -10,15 +10,11 @@
 #include <sinew/bounded_queue.hpp>
 #include <sinew/spsc_queue.hpp>
 
-using namespace sinew;
+#include "test_common.hpp"
 
-namespace {
-double cpu_seconds() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-}  // namespace
+using sinew_test::cpu_seconds;
+
+using namespace sinew;
 
 TEST_CASE("bounded_queue respects capacity and FIFO order", "[queue]") {
   bounded_queue<int> q(3);

@@ -18,12 +18,6 @@ using namespace sinew_test;
 
 namespace {
 
-double cpu_seconds() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-
 // Runs `tree` over generated items and compares each output with `ref`.
 template <class Ref>
 void check_against(const node& tree, std::size_t n, std::size_t len, Ref ref, graph_options o = {}) {

@@ -1,6 +1,8 @@
 // The `steal` policy: the Chase-Lev deque, then the scheduler.
 #include <catch2/catch.hpp>
 
+#include "test_common.hpp"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -30,13 +32,6 @@ constexpr bool tsan = false;
 #endif
 constexpr std::size_t scaled(std::size_t normal, std::size_t under_tsan) {
   return tsan ? under_tsan : normal;
-}
-
-double cpu_seconds_self() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return double(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         1e-6 * double(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 }
 
 // Polls until `c` reaches `target` or `timeout` passes; returns whether it did.
@@ -453,9 +448,9 @@ TEST_CASE("steal_scheduler: an idle scheduler uses almost no CPU", "[steal][sche
   s.parallel_for(10'000, 10, [&](std::size_t b, std::size_t e) { sum += e - b; });
   REQUIRE(sum.load() == 10'000);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // settle (other schedulers too)
-  double c0 = cpu_seconds_self();
+  double c0 = sinew_test::cpu_seconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  double used = cpu_seconds_self() - c0;
+  double used = sinew_test::cpu_seconds() - c0;
   INFO("CPU seconds used in 0.5 s idle: " << used);
   CHECK(used < 0.025);  // 5% of one core
   // Still wakes up.
