@@ -143,16 +143,17 @@ void stage_rt::hint() {
   // Cheap path for every push and pop: skip the fence when the stage is
   // running (it retries on its own). A stale "running" can hide a stage that
   // is just leaving; the caller's activation then wakes it for certain when
-  // it ends (wake_neighbours), so a unit waits at most that long.
+  // it ends (leave), so a unit waits at most that long.
   if (active.load(std::memory_order_relaxed) < max_active) notify();
 }
 
-void stage_rt::wake_neighbours() {
-  if (out) out->consumer->notify();
+stage_rt* stage_rt::leave() {
   if (in) {
     if (in->producer) in->producer->notify();
     else in->freed();  // the source thread, if it sleeps
   }
+  if (out && out->consumer->claim()) return out->consumer;  // run it here, next
+  return nullptr;
 }
 
 bool stage_rt::has_work() const noexcept {
@@ -163,22 +164,31 @@ bool stage_rt::has_work() const noexcept {
   return true;
 }
 
-void stage_rt::notify() {
+bool stage_rt::claim() {
   seq_cst_fence();
   unsigned a = active.load(std::memory_order_seq_cst);
-  if (a >= max_active || !has_work()) return;
-  while (a < max_active) {
-    if (active.compare_exchange_weak(a, a + 1, std::memory_order_seq_cst)) {
-      if (!in)
-        run->sched->submit([keep = run->shared_from_this()] { keep->source_activation(); });
-      else
-        run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
-      return;
-    }
-  }
+  if (a >= max_active || !has_work()) return false;
+  while (a < max_active)
+    if (active.compare_exchange_weak(a, a + 1, std::memory_order_seq_cst)) return true;
+  return false;
 }
 
-void stage_rt::activation() {
+void stage_rt::notify() {
+  if (claim()) spawn();
+}
+
+void stage_rt::spawn() {
+  run->sched->submit([keep = run->shared_from_this(), this] { run_chain(this); });
+}
+
+void stage_rt::run_chain(stage_rt* s) {
+  // An activation that ends may hand its worker to the stage it fed (which
+  // then reads units still hot in this core's cache) instead of queueing a
+  // task for it: a trampoline, so chains do not grow the stack.
+  while (s) s = s->in ? s->activation() : s->run->source_activation();
+}
+
+stage_rt* stage_rt::activation() {
   activations.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t t0 = now_ns();
   const bool concurrent = max_active > 1;
@@ -202,14 +212,14 @@ void stage_rt::activation() {
     if (--budget == 0) {
       busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
       // Yield the worker but keep our activation slot: a fresh task goes on.
-      run->sched->submit([keep = run->shared_from_this(), this] { activation(); });
-      return;
+      spawn();
+      return nullptr;
     }
   }
   busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   active.fetch_sub(1, std::memory_order_seq_cst);
   notify();  // work that arrived while we were leaving
-  wake_neighbours();
+  return leave();
 }
 
 bool stage_rt::enter_regions() {
@@ -504,7 +514,7 @@ void run_state::source_loop() {
   push_eos(seq);
 }
 
-void run_state::source_activation() {
+stage_rt* run_state::source_activation() {
   stage_rt& st = *source_stage;
   channel& c0 = *channels[0];
   const std::uint64_t t0 = now_ns();
@@ -522,14 +532,14 @@ void run_state::source_activation() {
     stages[0]->hint();
     if (--budget == 0) {
       st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      sched->submit([keep = shared_from_this()] { keep->source_activation(); });
-      return;
+      st.spawn();
+      return nullptr;
     }
   }
   st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   st.active.fetch_sub(1, std::memory_order_seq_cst);
   st.notify();
-  st.wake_neighbours();
+  return st.leave();
 }
 
 void run_state::fail(const std::string& path, std::exception_ptr e) {

@@ -117,13 +117,19 @@ struct stage_rt {
   bool has_work() const noexcept;
   bool enter_regions();
   void leave_regions(std::size_t n);
-  /// Starts an activation if there is work and a free slot (full fence).
+  /// Takes an activation slot if there is work and a free one (full fence).
+  bool claim();
+  /// claim(), then run the activation as a scheduler task.
   void notify();
   /// notify() unless the stage is visibly running (no fence).
   void hint();
-  /// Full notify() of both neighbours: run when an activation ends.
-  void wake_neighbours();
-  void activation();
+  void spawn();
+  static void run_chain(stage_rt* s);
+  /// Work of one activation; returns a stage this worker should run next.
+  stage_rt* activation();
+  /// End of an activation: wake the producer, and claim the consumer so the
+  /// caller runs it next (nullptr when it has nothing to do or is running).
+  stage_rt* leave();
   void process(work_unit* u, std::uint64_t ticket);
   void finish_one();                // a popped data unit left the stage
   void forward_eos(work_unit* e);
@@ -138,7 +144,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// Source on its own thread (sources that may block).
   void source_loop();
   /// Source as a stage on the scheduler (sources that never block).
-  void source_activation();
+  stage_rt* source_activation();
   work_unit* make_unit(std::uint64_t seq);  // null: end of stream or failure
   void push_eos(std::uint64_t seq);
   bool reserve_blocking(channel& c, bool give_up_when_stopping);
