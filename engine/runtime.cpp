@@ -414,14 +414,19 @@ void run_state::release_unit(work_unit* u) {
   spare_units.push_back(u);
 }
 
+bool run_state::producing() const {
+  int s = state.load();
+  return s == running || (s == stopping && src.impl().drains_on_stop());
+}
+
 bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
   for (;;) {
     if (c.try_reserve()) return true;
-    if (give_up_when_stopping && state.load() != running) return false;
+    if (give_up_when_stopping && !producing()) return false;
     c.waiters.fetch_add(1, std::memory_order_seq_cst);
     std::uint32_t e = c.space_epoch.load(std::memory_order_seq_cst);
     bool ok = c.try_reserve();
-    bool quit = !ok && give_up_when_stopping && state.load() != running;
+    bool quit = !ok && give_up_when_stopping && !producing();
     if (!ok && !quit) c.space_epoch.wait(e, std::memory_order_seq_cst);
     c.waiters.fetch_sub(1, std::memory_order_seq_cst);
     if (ok) return true;
@@ -498,7 +503,7 @@ void run_state::push_eos(std::uint64_t seq) {
 void run_state::source_loop() {
   channel& c0 = *channels[0];
   std::uint64_t seq = 0;
-  while (state.load() == running) {
+  while (producing()) {
     if (!reserve_blocking(c0, true)) break;
     work_unit* u = make_unit(seq);
     if (!u) {
@@ -579,6 +584,7 @@ void run_state::request(int how) {
 }
 
 void run_state::wake_all() {
+  src.impl().interrupt();
   if (source_stage) source_stage->notify();
   channel& c0 = *channels[0];
   c0.space_epoch.fetch_add(1, std::memory_order_seq_cst);

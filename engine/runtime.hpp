@@ -148,6 +148,9 @@ struct run_state : std::enable_shared_from_this<run_state> {
   work_unit* make_unit(std::uint64_t seq);  // null: end of stream or failure
   void push_eos(std::uint64_t seq);
   bool reserve_blocking(channel& c, bool give_up_when_stopping);
+  /// The source should go on: running, or stopping with a source whose
+  /// buffered items count as accepted (drains_on_stop).
+  bool producing() const;
 
   work_unit* acquire_unit();
   void release_unit(work_unit* u);

@@ -1,3 +1,4 @@
+#include <sinew/deal_scheduler.hpp>
 #include <sinew/error.hpp>
 #include <sinew/scheduler.hpp>
 #include <sinew/steal_scheduler.hpp>
@@ -32,7 +33,8 @@ scheduler& default_scheduler() {
     // Immortal: tasks may still run during exit.
     if (policy == "tbb") return new tbb_scheduler(n);
     if (policy == "steal") return new steal_scheduler(n);
-    throw error("SINEW_SCHEDULER: unknown policy '" + policy + "' (known: tbb, steal)");
+    if (policy == "deal") return new deal_scheduler(topology::current());  // one worker per core
+    throw error("SINEW_SCHEDULER: unknown policy '" + policy + "' (known: tbb, steal, deal)");
   }();
   return *s;
 }

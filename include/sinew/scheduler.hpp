@@ -32,6 +32,10 @@ namespace sinew {
 struct locality_hint {
   int numa_node = -1;
   std::span<const buffer_ref> reads{};
+  /// D of Algorithm 1 given directly: bytes of the task's inputs on each NUMA
+  /// node (one entry per node; takes precedence over `reads` and
+  /// `numa_node`). Only read during `submit` (the `deal` policy copies it).
+  std::span<const std::uint64_t> bytes_on_node{};
 };
 
 /// Counters of one scheduler since it was created (or since `reset_stats`).
@@ -71,7 +75,7 @@ class scheduler {
 };
 
 /// The process-wide default scheduler: the policy named by the environment
-/// variable `SINEW_SCHEDULER` (`tbb`, the default, or `steal`) over all
+/// variable `SINEW_SCHEDULER` (`tbb`, the default, `steal` or `deal`) over all
 /// hardware threads, or `SINEW_THREADS` threads when that is set.
 scheduler& default_scheduler();
 

@@ -5,6 +5,7 @@
 #include <sinew/bounded_queue.hpp>
 #include <sinew/buffer.hpp>
 #include <sinew/buffer_pool.hpp>
+#include <sinew/deal_scheduler.hpp>
 #include <sinew/error.hpp>
 #include <sinew/farm.hpp>
 #include <sinew/graph.hpp>
@@ -20,6 +21,7 @@
 #include <sinew/source.hpp>
 #include <sinew/spsc_queue.hpp>
 #include <sinew/steal_scheduler.hpp>
+#include <sinew/stream.hpp>
 #include <sinew/tbb_scheduler.hpp>
 #include <sinew/version.hpp>
 #include <sinew/view.hpp>

@@ -113,6 +113,12 @@ class source_impl {
   /// True if `next` may block (I/O, waiting for data): the source then gets
   /// a thread of its own. Otherwise it runs as a task on the scheduler.
   virtual bool blocking() const { return false; }
+  /// The run is stopping or failing: a `next` blocked waiting for data must
+  /// return soon (false). Called from any thread, possibly more than once.
+  virtual void interrupt() {}
+  /// True if items the source holds were already accepted from a producer
+  /// (a stream's buffer): on `stop()` it is drained rather than dropped.
+  virtual bool drains_on_stop() const { return false; }
 };
 
 template <class Item>

@@ -1,0 +1,784 @@
+// The `deal` policy: one FIFO queue per NUMA node, Algorithm 1 (deal-work)
+// at submit, Algorithm 2 (find-work) with its distance threshold and an
+// exponential back-off, futex sleep per node when idle. See
+// deal_scheduler.hpp for the policy and the paper; this file's comments
+// cover the concurrency protocols (which follow steal_scheduler.cpp's).
+#include <sinew/deal_scheduler.hpp>
+#include <sinew/detail/clock.hpp>
+#include <sinew/detail/fence.hpp>
+#include <sinew/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace sinew {
+
+namespace {
+
+using detail::now_ns;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Futex on a 32-bit atomic: sleep while *a == expected; wake n sleepers.
+// Spurious returns are allowed: every caller re-checks its condition.
+inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) noexcept {
+#if defined(__linux__)
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+#else
+  a.wait(expected, std::memory_order_seq_cst);
+#endif
+}
+inline void futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr,
+          0);
+#else
+  if (n == 1) a.notify_one();
+  else a.notify_all();
+#endif
+}
+
+struct loop_ctx;
+
+// A task: a submitted function, or a block [b, e) of a parallel_for.
+struct task {
+  task* next_free = nullptr;
+  loop_ctx* loop = nullptr;  // null: a submitted function
+  std::size_t b = 0, e = 0;
+  int submitter = -1;          // index of the enqueuing worker, -1: outside thread
+  std::uint64_t total = 0;     // sum(D); 0: no D
+  std::vector<std::uint64_t> D;  // bytes on each node (when total > 0)
+  std::function<void()> fn;
+};
+
+// A per-thread cache of task objects (as in steal_scheduler.cpp): a task is
+// freed by the thread that ran it; caches are bounded, the excess deleted.
+struct task_cache {
+  static constexpr unsigned cap = 4096;
+  task* head = nullptr;
+  unsigned n = 0;
+  ~task_cache() {
+    while (head) {
+      task* t = head;
+      head = t->next_free;
+      delete t;
+    }
+  }
+  task* get() {
+    if (!head) return new task;
+    task* t = head;
+    head = t->next_free;
+    --n;
+    return t;
+  }
+  void put(task* t) noexcept {
+    if (n >= cap) {
+      delete t;
+      return;
+    }
+    t->next_free = head;
+    t->loop = nullptr;
+    t->total = 0;
+    t->D.clear();  // keeps the capacity for the next task with a D
+    head = t;
+    ++n;
+  }
+};
+thread_local task_cache tl_cache;
+
+// A parallel_for in progress; lives on the caller's stack. The block that
+// brings `remaining` to zero finishes the loop; nothing may touch the
+// loop_ctx after that, so finished loops are announced on per-node futex
+// words of the scheduler, not on the loop.
+struct loop_ctx {
+  loop_ctx(detail::function_ref<void(std::size_t, std::size_t)> bd, std::size_t g, std::size_t n)
+      : body(bd), grain(g), remaining(n) {}
+  detail::function_ref<void(std::size_t, std::size_t)> body;
+  std::size_t grain;
+  std::atomic<std::size_t> remaining;
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;  // written once, by whoever set `failed`
+};
+
+using u128 = unsigned __int128;
+
+}  // namespace
+
+struct deal_scheduler::impl {
+  // One node: its queue and its workers' sleep words.
+  struct alignas(64) node_queue {
+    std::mutex m;
+    std::deque<task*> q;                          // push_front, take from the back
+    alignas(64) std::atomic<std::size_t> size{0};  // mirrors q.size() for lock-free looks
+    alignas(64) std::atomic<std::uint32_t> sleepers{0};      // idle workers registered to sleep
+    alignas(64) std::atomic<std::uint32_t> wake_epoch{0};    // their futex word
+    alignas(64) std::atomic<std::uint32_t> loop_waiters{0};  // workers sleeping in parallel_for
+    alignas(64) std::atomic<std::uint32_t> loop_epoch{0};    // their futex word
+    std::vector<int> steal_order;  // other nodes of the vicinity, nearest first
+    std::vector<std::size_t> threshold;  // by victim node: distance(victim, this) * C
+    // Counters of submits made on this node (outside threads: node 0's row),
+    // by target node; deal_stats() sums the rows.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> dealt, directed;
+  };
+
+  struct alignas(64) worker {
+    std::thread th;
+    unsigned index = 0;
+    int node = 0;
+    int cpu = -1;
+    impl* owner = nullptr;
+    unsigned depth = 0;  // owner only: tasks on this thread's stack (> 1: helping)
+    alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
+        steal_attempts{0}, refused{0}, remote_bytes{0}, fn_run{0}, submitted{0}, kept_local{0};
+  };
+
+  impl(const topology& t, deal_options o) : topo(t), opt(std::move(o)) {}
+
+  topology topo;
+  deal_options opt;
+  std::size_t N = 0, C = 0;
+  std::uint64_t size_threshold = 0;
+  std::vector<int> group;  // vicinity id of each node
+  std::vector<std::unique_ptr<node_queue>> nodes;
+  std::vector<std::unique_ptr<worker>> workers;
+
+  alignas(64) std::atomic<std::uint32_t> ext_waiters{0};  // outside threads in parallel_for
+  alignas(64) std::atomic<std::uint32_t> ext_epoch{0};
+  alignas(64) std::atomic<bool> stopping{false};
+  alignas(64) std::atomic<std::uint64_t> rr{0};  // round-robin node of outside threads
+  std::atomic<std::uint64_t> ext_submitted{0}, ext_kept_local{0}, pfors{0};
+
+  static thread_local worker* tl_worker;
+
+  worker* me() const noexcept {
+    worker* w = tl_worker;
+    return (w && w->owner == this) ? w : nullptr;
+  }
+
+  int outside_node() noexcept { return int(rr.fetch_add(1, std::memory_order_relaxed) % N); }
+
+  // ------------------------------------------------------------ decisions
+
+  bool deals(std::span<const std::uint64_t> D) const noexcept {
+    u128 sum = 0;
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (auto d : D) {
+      sum += d;
+      lo = std::min(lo, d);
+      hi = std::max(hi, d);
+    }
+    if (sum <= u128(size_threshold)) return false;  // Sum(D) > sizeof(LLC)/C fails
+    // Evenly spread: max - min <= tolerance * sum (tolerance 0: all equal,
+    // i.e. Standard_Deviation(D) == 0).
+    if (opt.spread_tolerance <= 0.0) return hi != lo;
+    return double(hi - lo) > opt.spread_tolerance * double(sum);
+  }
+
+  int argmin_cost(std::span<const std::uint64_t> D, int local) const {
+    int best = -1;
+    u128 best_cost = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+      u128 c = 0;
+      for (std::size_t j = 0; j < N; ++j) c += u128(D[j]) * topo.distance(i, j);
+      if (best < 0 || c < best_cost || (c == best_cost && int(i) == local)) {
+        best = int(i);
+        best_cost = c;
+      }
+    }
+    return best;
+  }
+
+  int choose(std::span<const std::uint64_t> D, int local) const {
+    return deals(D) ? argmin_cost(D, local) : local;
+  }
+
+  bool may_steal(int thief, int victim, std::size_t len) const noexcept {
+    if (thief == victim) return len > 0;
+    if (group[std::size_t(thief)] != group[std::size_t(victim)]) return false;
+    return len > nodes[std::size_t(thief)]->threshold[std::size_t(victim)];
+  }
+
+  // ------------------------------------------------------------ sleep protocol
+  //
+  // The protocol of steal_scheduler.cpp, per node: an idle worker of node n
+  // registers in nodes[n].sleepers (S1), fences (S2), reads nodes[n].wake_epoch
+  // (S3), looks for work once more (S4: own queue, then the steals
+  // Algorithm 2 allows), and futex-waits on the epoch (S5) only if it found
+  // nothing. A push to node q (P1, under q's lock, size updated) fences (P2)
+  // and, if q has registered sleepers (P3), bumps q's epoch (P4) and wakes
+  // one (P5). The fence argument of steal_scheduler.cpp applies as is: a
+  // task pushed to q is either seen by a looking worker of q or followed by
+  // a wake of a registered sleeper of q, and every worker of q may take it.
+  // So a task is never stranded while q has an idle worker; when q has none,
+  // q's workers are running tasks (or backing off, not yet registered) and
+  // look at q's queue again before sleeping.
+  //
+  // Load balance on top of that: when q has no sleeper, the push wakes one
+  // sleeper of the nearest node whose workers Algorithm 2 now lets steal
+  // from q (queue length above their threshold). That wake is only an
+  // optimisation: liveness does not depend on it.
+  //
+  // Shutdown: `stopping` is set, every node's epoch bumped, everyone woken.
+  // While stopping, a worker may take from any queue (no threshold, no
+  // vicinity) and leaves only when it sees every queue empty, so the last
+  // worker running drains whatever the running tasks still push.
+  //
+  // Workers waiting inside parallel_for sleep on their node's loop_epoch,
+  // registered in loop_waiters; a finished loop wakes all loop waiters of
+  // every node; a push to q that finds no idle sleeper of q wakes one loop
+  // waiter of q so it can help. Outside threads waiting for an injected
+  // parallel_for use ext_waiters / ext_epoch.
+
+  void announce_work(int q, std::size_t len) noexcept {
+    node_queue& Q = *nodes[std::size_t(q)];
+    detail::seq_cst_fence();  // P2
+    if (Q.sleepers.load(std::memory_order_relaxed) != 0) {  // P3
+      Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
+      futex_wake(Q.wake_epoch, 1);                           // P5
+      return;
+    }
+    if (Q.loop_waiters.load(std::memory_order_relaxed) != 0) {
+      Q.loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(Q.loop_epoch, 1);
+      return;
+    }
+    // Nearest node (in q's vicinity) whose workers may steal from q now.
+    for (int n : Q.steal_order) {
+      node_queue& T = *nodes[std::size_t(n)];
+      if (!may_steal(n, q, len)) continue;
+      if (T.sleepers.load(std::memory_order_relaxed) != 0) {
+        T.wake_epoch.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake(T.wake_epoch, 1);
+        return;
+      }
+    }
+  }
+
+  void announce_loop_done() noexcept {
+    detail::seq_cst_fence();
+    for (auto& Q : nodes)
+      if (Q->loop_waiters.load(std::memory_order_relaxed) != 0) {
+        Q->loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake(Q->loop_epoch, INT_MAX);
+      }
+    if (ext_waiters.load(std::memory_order_relaxed) != 0) {
+      ext_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(ext_epoch, INT_MAX);
+    }
+  }
+
+  void wake_all() noexcept {
+    for (auto& Q : nodes) {
+      Q->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(Q->wake_epoch, INT_MAX);
+      Q->loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(Q->loop_epoch, INT_MAX);
+    }
+  }
+
+  // ------------------------------------------------------------ queues
+
+  void push(int q, task* t) {
+    node_queue& Q = *nodes[std::size_t(q)];
+    std::size_t len;
+    {
+      std::lock_guard<std::mutex> lk(Q.m);
+      Q.q.push_front(t);
+      len = Q.q.size();
+      Q.size.store(len, std::memory_order_relaxed);
+    }
+    announce_work(q, len);
+  }
+
+  // Takes the oldest task of node v's queue if `ok(len)` holds under the lock.
+  template <class Ok>
+  task* take(int v, Ok ok) {
+    node_queue& Q = *nodes[std::size_t(v)];
+    std::lock_guard<std::mutex> lk(Q.m);
+    if (Q.q.empty() || !ok(Q.q.size())) return nullptr;
+    task* t = Q.q.back();
+    Q.q.pop_back();
+    Q.size.store(Q.q.size(), std::memory_order_relaxed);
+    return t;
+  }
+
+  // Algorithm 2 for worker w. `contended`: a queue that looked stealable
+  // was not any more when locked (someone else took from it: look again).
+  task* find_work(worker& w, bool& contended) {
+    const int n = w.node;
+    node_queue& own = *nodes[std::size_t(n)];
+    if (own.size.load(std::memory_order_relaxed) != 0)
+      if (task* t = take(n, [](std::size_t) { return true; })) {
+        if (t->submitter >= 0 && t->submitter != int(w.index) &&
+            workers[std::size_t(t->submitter)]->node == n)
+          w.steals_same.fetch_add(1, std::memory_order_relaxed);
+        return t;
+      }
+    const bool drain = stopping.load(std::memory_order_relaxed);
+    if (drain) {
+      for (std::size_t v = 0; v < N; ++v)
+        if (nodes[v]->size.load(std::memory_order_relaxed) != 0)
+          if (task* t = take(int(v), [](std::size_t) { return true; })) return t;
+      return nullptr;
+    }
+    for (int v : own.steal_order) {
+      std::size_t len = nodes[std::size_t(v)]->size.load(std::memory_order_relaxed);
+      if (len == 0) continue;
+      w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
+      if (!may_steal(n, v, len)) {
+        w.refused.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (task* t = take(v, [&](std::size_t l) { return may_steal(n, v, l); })) {
+        w.steals_remote.fetch_add(1, std::memory_order_relaxed);
+        return t;  // ONE task, then back to the own queue
+      }
+      contended = true;
+    }
+    return nullptr;
+  }
+
+  // Whether any queue w may take from looks non-empty (a loop waiter's
+  // re-check; takes nothing).
+  bool work_visible(const worker& w) const noexcept {
+    const int n = w.node;
+    if (nodes[std::size_t(n)]->size.load(std::memory_order_relaxed) != 0) return true;
+    const bool drain = stopping.load(std::memory_order_relaxed);
+    for (std::size_t v = 0; v < N; ++v) {
+      std::size_t len = nodes[v]->size.load(std::memory_order_relaxed);
+      if (len != 0 && (drain || may_steal(n, int(v), len))) return true;
+    }
+    return false;
+  }
+
+  // ------------------------------------------------------------ running
+
+  void run_task(worker& w, task* t) noexcept {
+    const bool outer = w.depth == 0;
+    const std::uint64_t t0 = outer ? now_ns() : 0;
+    ++w.depth;
+    if (t->loop) {
+      run_block(w, t);
+      w.tasks.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      if (t->total != 0)
+        w.remote_bytes.fetch_add(t->total - t->D[std::size_t(w.node)], std::memory_order_relaxed);
+      t->fn();  // noexcept context: a throwing submitted task terminates
+      t->fn = nullptr;  // release captures now
+      tl_cache.put(t);
+      w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
+      w.fn_run.fetch_add(1, std::memory_order_release);
+    }
+    --w.depth;
+    if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  }
+
+  // A block of a parallel_for: give away right halves (to this worker's
+  // node queue) while longer than the grain, then run the leftmost part.
+  void run_block(worker& w, task* t) noexcept {
+    loop_ctx* L = t->loop;
+    std::size_t b = t->b, e = t->e;
+    tl_cache.put(t);
+    while (e - b > L->grain) {
+      std::size_t mid = b + (e - b) / 2;
+      task* r = tl_cache.get();
+      r->loop = L;
+      r->b = mid;
+      r->e = e;
+      r->submitter = int(w.index);
+      push(w.node, r);
+      e = mid;
+    }
+    try {
+      L->body(b, e);
+    } catch (...) {
+      bool expected = false;
+      if (L->failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+        L->error = std::current_exception();
+    }
+    if (L->remaining.fetch_sub(e - b, std::memory_order_acq_rel) == e - b)
+      announce_loop_done();  // L may be gone now
+  }
+
+  // Exponential back-off step `d` (ns): short ones spin, longer ones sleep.
+  static void backoff_wait(std::uint64_t d) noexcept {
+    if (d <= 2'000) {
+      const std::uint64_t end = now_ns() + d;
+      while (now_ns() < end) cpu_relax();
+    } else {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(d));
+    }
+  }
+
+  std::uint64_t bmin() const noexcept { return std::uint64_t(std::max<std::int64_t>(1, opt.backoff_min.count())); }
+  std::uint64_t bmax() const noexcept {
+    return std::max(bmin(), std::uint64_t(std::max<std::int64_t>(1, opt.backoff_max.count())));
+  }
+
+  // A worker waits for its loop: it runs whatever it can find meanwhile.
+  void help_until_done(worker& w, loop_ctx& L) {
+    node_queue& Q = *nodes[std::size_t(w.node)];
+    std::uint64_t d = bmin();
+    while (L.remaining.load(std::memory_order_acquire) != 0) {
+      bool contended = false;
+      if (task* t = find_work(w, contended)) {
+        run_task(w, t);
+        d = bmin();
+        continue;
+      }
+      if (contended) continue;
+      if (d <= bmax()) {
+        // Short waits only: the loop may end any moment (and no wake comes
+        // during a timed back-off).
+        if (d <= 2'000) backoff_wait(d);
+        else std::this_thread::yield();
+        d *= 2;
+        continue;
+      }
+      Q.loop_waiters.fetch_add(1, std::memory_order_seq_cst);
+      detail::seq_cst_fence();
+      std::uint32_t e = Q.loop_epoch.load(std::memory_order_seq_cst);
+      if (L.remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w))
+        futex_wait(Q.loop_epoch, e);
+      Q.loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
+      d = bmax() * 2;  // woken: look once, then sleep again
+    }
+  }
+
+  // An outside thread waits for its injected loop.
+  void wait_outside(loop_ctx& L) {
+    for (unsigned i = 0; i < 64 && L.remaining.load(std::memory_order_acquire) != 0; ++i)
+      cpu_relax();
+    while (L.remaining.load(std::memory_order_acquire) != 0) {
+      ext_waiters.fetch_add(1, std::memory_order_seq_cst);
+      detail::seq_cst_fence();
+      std::uint32_t e = ext_epoch.load(std::memory_order_seq_cst);
+      if (L.remaining.load(std::memory_order_seq_cst) != 0) futex_wait(ext_epoch, e);
+      ext_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  void worker_main(worker& w) {
+    tl_worker = &w;
+#if defined(__linux__)
+    if (opt.pin && !topo.synthetic() && w.cpu >= 0 && w.cpu < CPU_SETSIZE) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(w.cpu, &set);
+      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // failures ignored
+    }
+    char name[16];
+    std::snprintf(name, sizeof name, "sinew-deal-%u", w.index);
+    (void)pthread_setname_np(pthread_self(), name);
+#endif
+    node_queue& Q = *nodes[std::size_t(w.node)];
+    std::uint64_t d = bmin();
+    for (;;) {
+      bool contended = false;
+      if (task* t = find_work(w, contended)) {
+        run_task(w, t);
+        d = bmin();
+        continue;
+      }
+      if (contended) continue;
+      if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
+        backoff_wait(d);  // exponential back-off of Algorithm 2
+        d *= 2;
+        continue;
+      }
+      // Sleep (protocol above: S1..S6).
+      Q.sleepers.fetch_add(1, std::memory_order_seq_cst);              // S1
+      detail::seq_cst_fence();                                         // S2
+      std::uint32_t e = Q.wake_epoch.load(std::memory_order_seq_cst);  // S3
+      task* t = find_work(w, contended);                               // S4
+      bool stop = false;
+      if (!t && !contended) {
+        // Stopping: never sleep (the destructor's wake came once); leave
+        // when every queue is empty, else look again.
+        if (stopping.load(std::memory_order_seq_cst)) stop = all_empty();
+        else futex_wait(Q.wake_epoch, e);                              // S5
+      }
+      Q.sleepers.fetch_sub(1, std::memory_order_seq_cst);              // S6
+      if (t) run_task(w, t);
+      if (stop) break;
+      if (!t && stopping.load(std::memory_order_relaxed)) std::this_thread::yield();
+      d = t ? bmin() : bmax() * 2;  // woken without work: look once, then sleep again
+    }
+    tl_worker = nullptr;
+  }
+
+  bool all_empty() const noexcept {
+    for (const auto& Q : nodes)
+      if (Q->size.load(std::memory_order_seq_cst) != 0) return false;
+    return true;
+  }
+};
+
+thread_local deal_scheduler::impl::worker* deal_scheduler::impl::tl_worker = nullptr;
+
+deal_scheduler::deal_scheduler(const topology& t, deal_options o)
+    : p_(std::make_unique<impl>(t, std::move(o))) {
+  impl& p = *p_;
+  p.N = p.topo.nodes();
+  p.C = std::max<std::size_t>(1, p.topo.cores_per_node());
+  if (p.N == 0 || p.topo.total_cores() == 0) throw error("deal_scheduler: topology has no cores");
+  if (!(p.opt.spread_tolerance >= 0.0))
+    throw error("deal_scheduler: spread_tolerance must be >= 0 (got " +
+                std::to_string(p.opt.spread_tolerance) + ")");
+  if (p.opt.backoff_min.count() <= 0 || p.opt.backoff_max < p.opt.backoff_min)
+    throw error("deal_scheduler: need 0 < backoff_min <= backoff_max");
+  p.size_threshold = p.opt.size_threshold ? *p.opt.size_threshold
+                                          : std::uint64_t(p.topo.llc_bytes() / p.C);
+  // Vicinities: group id per node; unlisted nodes are singleton groups.
+  p.group.assign(p.N, -1);
+  int g = 0;
+  for (const auto& grp : p.opt.vicinities) {
+    for (int n : grp) {
+      if (n < 0 || std::size_t(n) >= p.N)
+        throw error("deal_scheduler: vicinity names node " + std::to_string(n) + ", topology has " +
+                    std::to_string(p.N) + " nodes");
+      if (p.group[std::size_t(n)] != -1)
+        throw error("deal_scheduler: node " + std::to_string(n) + " is in two vicinities");
+      p.group[std::size_t(n)] = g;
+    }
+    ++g;
+  }
+  if (p.opt.vicinities.empty()) std::fill(p.group.begin(), p.group.end(), g++);
+  for (auto& x : p.group)
+    if (x == -1) x = g++;
+  for (std::size_t n = 0; n < p.N; ++n) {
+    auto q = std::make_unique<impl::node_queue>();
+    q->dealt = std::make_unique<std::atomic<std::uint64_t>[]>(p.N);
+    q->directed = std::make_unique<std::atomic<std::uint64_t>[]>(p.N);
+    for (std::size_t j = 0; j < p.N; ++j) {
+      q->dealt[j].store(0, std::memory_order_relaxed);
+      q->directed[j].store(0, std::memory_order_relaxed);
+    }
+    q->threshold.resize(p.N);
+    // Algorithm 2 line (4): sizeof(Q_i) > distance(i, n) * C, i = victim, n = thief.
+    for (std::size_t v = 0; v < p.N; ++v) q->threshold[v] = std::size_t(p.topo.distance(v, n)) * p.C;
+    for (std::size_t v : p.topo.nodes_by_distance(n))
+      if (p.group[v] == p.group[n]) q->steal_order.push_back(int(v));
+    p.nodes.push_back(std::move(q));
+  }
+  // One worker per core, on the node of its core.
+  unsigned idx = 0;
+  for (std::size_t n = 0; n < p.N; ++n)
+    for (int cpu : p.topo.cores(n)) {
+      auto w = std::make_unique<impl::worker>();
+      w->index = idx++;
+      w->node = int(n);
+      w->cpu = cpu;
+      w->owner = &p;
+      p.workers.push_back(std::move(w));
+    }
+  try {
+    for (auto& w : p.workers) {
+      impl::worker* wp = w.get();
+      impl* pp = &p;
+      w->th = std::thread([pp, wp] { pp->worker_main(*wp); });
+    }
+  } catch (...) {
+    p.stopping.store(true, std::memory_order_seq_cst);
+    p.wake_all();
+    for (auto& w : p.workers)
+      if (w->th.joinable()) w->th.join();
+    throw;
+  }
+}
+
+deal_scheduler::~deal_scheduler() {
+  p_->stopping.store(true, std::memory_order_seq_cst);
+  p_->wake_all();
+  for (auto& w : p_->workers) w->th.join();
+  // Only a submit racing with the destructor (undefined) can leave tasks.
+  for (auto& Q : p_->nodes)
+    for (task* t : Q->q) delete t;
+}
+
+unsigned deal_scheduler::concurrency() const noexcept { return unsigned(p_->workers.size()); }
+const topology& deal_scheduler::topo() const noexcept { return p_->topo; }
+
+int deal_scheduler::worker_node(unsigned w) const {
+  if (w >= p_->workers.size())
+    throw error("deal_scheduler::worker_node: no worker " + std::to_string(w));
+  return p_->workers[w]->node;
+}
+
+int deal_scheduler::current_node() const noexcept {
+  impl::worker* w = p_->me();
+  return w ? w->node : -1;
+}
+
+int deal_scheduler::choose_node(std::span<const std::uint64_t> D, int local_node) const {
+  if (D.size() != p_->N)
+    throw error("deal_scheduler::choose_node: D has " + std::to_string(D.size()) +
+                " entries, topology has " + std::to_string(p_->N) + " nodes");
+  if (local_node < 0 || std::size_t(local_node) >= p_->N)
+    throw error("deal_scheduler::choose_node: local node " + std::to_string(local_node) +
+                " is not a node");
+  return p_->choose(D, local_node);
+}
+
+bool deal_scheduler::may_steal(int thief_node, int victim_node, std::size_t victim_queue_len) const {
+  if (thief_node < 0 || std::size_t(thief_node) >= p_->N || victim_node < 0 ||
+      std::size_t(victim_node) >= p_->N)
+    throw error("deal_scheduler::may_steal: node out of range");
+  return p_->may_steal(thief_node, victim_node, victim_queue_len);
+}
+
+void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+  if (!fn) throw error("deal_scheduler::submit: empty function");
+  impl& p = *p_;
+  impl::worker* w = p.me();
+  if (!hint.bytes_on_node.empty() && hint.bytes_on_node.size() != p.N)
+    throw error("deal_scheduler::submit: bytes_on_node has " +
+                std::to_string(hint.bytes_on_node.size()) + " entries, topology has " +
+                std::to_string(p.N) + " nodes");
+  task* t = tl_cache.get();
+  t->loop = nullptr;
+  t->submitter = w ? int(w->index) : -1;
+  // D of Algorithm 1 (line 2).
+  t->D.assign(p.N, 0);
+  std::uint64_t total = 0;
+  if (!hint.bytes_on_node.empty()) {
+    std::copy(hint.bytes_on_node.begin(), hint.bytes_on_node.end(), t->D.begin());
+  } else {
+    for (const buffer_ref& b : hint.reads) {
+      if (!b) continue;
+      int n = b->numa_node();  // -1: unknown, not counted
+      if (n >= 0 && std::size_t(n) < p.N) t->D[std::size_t(n)] += b->bytes();
+    }
+  }
+  for (auto d : t->D) total += d;
+  t->total = total;
+  int node;
+  if (total != 0) {
+    const int local = w ? w->node : p.outside_node();
+    if (p.deals(t->D)) {
+      node = p.argmin_cost(t->D, local);
+      (w ? p.nodes[std::size_t(w->node)] : p.nodes[0])->dealt[std::size_t(node)].fetch_add(
+          1, std::memory_order_relaxed);
+    } else {
+      node = local;
+      (w ? w->kept_local : p.ext_kept_local).fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {
+    t->D.clear();
+    if (hint.numa_node >= 0 && std::size_t(hint.numa_node) < p.N) {
+      node = hint.numa_node;
+      (w ? p.nodes[std::size_t(w->node)] : p.nodes[0])->directed[std::size_t(node)].fetch_add(
+          1, std::memory_order_relaxed);
+    } else {
+      node = w ? w->node : p.outside_node();
+      (w ? w->kept_local : p.ext_kept_local).fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (w) w->submitted.fetch_add(1, std::memory_order_relaxed);
+  else p.ext_submitted.fetch_add(1, std::memory_order_relaxed);
+  t->fn = std::move(fn);
+  p.push(node, t);
+}
+
+void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
+                                  detail::function_ref<void(std::size_t, std::size_t)> body) {
+  if (n == 0) return;
+  if (grain == 0) grain = 1;
+  p_->pfors.fetch_add(1, std::memory_order_relaxed);
+  loop_ctx L(body, grain, n);
+  task* root = tl_cache.get();
+  root->loop = &L;
+  root->b = 0;
+  root->e = n;
+  if (impl::worker* w = p_->me()) {
+    root->submitter = int(w->index);
+    p_->run_task(*w, root);  // splits onto our node's queue, runs the leftmost block
+    p_->help_until_done(*w, L);
+  } else {
+    root->submitter = -1;
+    p_->push(p_->outside_node(), root);
+    p_->wait_outside(L);
+  }
+  if (L.error) std::rethrow_exception(L.error);
+}
+
+scheduler_stats deal_scheduler::stats() const {
+  scheduler_stats s;
+  s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
+  s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
+  for (const auto& w : p_->workers) {
+    s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
+    s.tasks_run += w->fn_run.load(std::memory_order_acquire);
+    scheduler_stats::worker x;
+    x.tasks = w->tasks.load(std::memory_order_relaxed);
+    x.busy_ns = w->busy.load(std::memory_order_relaxed);
+    x.steals = w->steals_same.load(std::memory_order_relaxed) +
+               w->steals_remote.load(std::memory_order_relaxed);
+    x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
+    s.workers.push_back(x);
+  }
+  return s;
+}
+
+sinew::deal_stats deal_scheduler::deal_stats() const {
+  sinew::deal_stats s;
+  const std::size_t N = p_->N;
+  s.dealt.assign(N, 0);
+  s.directed.assign(N, 0);
+  for (const auto& Q : p_->nodes)
+    for (std::size_t j = 0; j < N; ++j) {
+      s.dealt[j] += Q->dealt[j].load(std::memory_order_relaxed);
+      s.directed[j] += Q->directed[j].load(std::memory_order_relaxed);
+    }
+  s.kept_local = p_->ext_kept_local.load(std::memory_order_relaxed);
+  for (const auto& w : p_->workers) {
+    s.kept_local += w->kept_local.load(std::memory_order_relaxed);
+    s.steals_same_node += w->steals_same.load(std::memory_order_relaxed);
+    s.steals_remote += w->steals_remote.load(std::memory_order_relaxed);
+    s.steals_refused += w->refused.load(std::memory_order_relaxed);
+    s.remote_bytes += w->remote_bytes.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
+void deal_scheduler::reset_stats() {
+  p_->ext_submitted.store(0, std::memory_order_relaxed);
+  p_->ext_kept_local.store(0, std::memory_order_relaxed);
+  p_->pfors.store(0, std::memory_order_relaxed);
+  for (auto& Q : p_->nodes)
+    for (std::size_t j = 0; j < p_->N; ++j) {
+      Q->dealt[j].store(0, std::memory_order_relaxed);
+      Q->directed[j].store(0, std::memory_order_relaxed);
+    }
+  for (auto& w : p_->workers) {
+    for (auto* a : {&w->tasks, &w->busy, &w->steals_same, &w->steals_remote, &w->steal_attempts,
+                    &w->refused, &w->remote_bytes, &w->fn_run, &w->submitted, &w->kept_local})
+      a->store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace sinew
