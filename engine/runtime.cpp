@@ -67,6 +67,14 @@ void channel::unreserve() noexcept {
   freed();
 }
 
+void channel::pushed() {
+  // An idle serial consumer is waiting for input only if the channel was
+  // empty; otherwise it is waiting for room downstream. A concurrent one may
+  // take more units at once. (Stale views are covered by the full wake every
+  // activation does when it ends.)
+  if (consumer->max_active > 1 || size_now() <= 1) consumer->hint();
+}
+
 void channel::freed() {
   if (producer) {
     producer->hint();
@@ -123,8 +131,9 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
     ok = sr ? sr->try_pop(u, &ticket) : mr->try_pop(u, &ticket);
   }
   if (!ok) return false;
-  if (!sr) used.fetch_sub(1, std::memory_order_seq_cst);
-  freed();
+  // A serial producer can only be waiting on us if the channel was full.
+  bool was_full = sr ? sr->size_approx() + 1 >= cap : used.fetch_sub(1, std::memory_order_seq_cst) >= cap;
+  if (was_full || !producer || producer->max_active > 1) freed();
   if (closes) closes->leave();
   return true;
 }
@@ -188,11 +197,21 @@ void stage_rt::run_chain(stage_rt* s) {
   while (s) s = s->in ? s->activation() : s->run->source_activation();
 }
 
+void stage_rt::account(std::uint64_t t0, unsigned n) {
+  std::uint64_t dt = now_ns() - t0;
+  busy_ns.fetch_add(dt, std::memory_order_relaxed);
+  if (n == 0) return;
+  std::uint64_t c = dt / n, old = unit_cost_ns.load(std::memory_order_relaxed);
+  c = old == UINT32_MAX ? c : (3 * old + c) / 4;
+  unit_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(c, UINT32_MAX - 1)), std::memory_order_relaxed);
+}
+
 stage_rt* stage_rt::activation() {
   activations.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t t0 = now_ns();
   const bool concurrent = max_active > 1;
-  unsigned budget = run->g->opts.batch ? run->g->opts.batch : 1;
+  const unsigned batch = run->g->opts.batch ? run->g->opts.batch : 1;
+  unsigned budget = batch;
   for (;;) {
     if (out && !out->try_reserve()) break;
     if (!enter_regions()) {
@@ -210,13 +229,14 @@ stage_rt* stage_rt::activation() {
     }
     process(u, ticket);
     if (--budget == 0) {
-      busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      account(t0, batch);
       // Yield the worker but keep our activation slot: a fresh task goes on.
       spawn();
+      if (out) out->consumer->notify();  // deferred wakes (see process)
       return nullptr;
     }
   }
-  busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  account(t0, batch - budget);
   active.fetch_sub(1, std::memory_order_seq_cst);
   notify();  // work that arrived while we were leaving
   return leave();
@@ -304,7 +324,11 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     for (region_rt* r : inside) r->leave();
   } else {
     out->push(u);
-    out->consumer->hint();
+    // A cheap stage leaves its consumer to the end of this activation (which
+    // then runs it on this worker, on units still in this core's cache):
+    // waking it now would hand each unit to another core for less work than
+    // the hand-off costs. Costly stages wake it at once, for parallelism.
+    if (!cheap()) out->pushed();
   }
   if (concurrent) finish_one();
 }
@@ -523,7 +547,8 @@ stage_rt* run_state::source_activation() {
   stage_rt& st = *source_stage;
   channel& c0 = *channels[0];
   const std::uint64_t t0 = now_ns();
-  unsigned budget = g->opts.batch ? g->opts.batch : 1;
+  const unsigned batch = g->opts.batch ? g->opts.batch : 1;
+  unsigned budget = batch;
   while (!source_done.load(std::memory_order_relaxed) && c0.try_reserve()) {
     work_unit* u = state.load() == running ? make_unit(next_seq) : nullptr;
     if (!u) {
@@ -534,14 +559,15 @@ stage_rt* run_state::source_activation() {
     ++next_seq;
     st.units.fetch_add(1, std::memory_order_relaxed);
     c0.push(u);
-    stages[0]->hint();
+    if (!st.cheap()) c0.pushed();
     if (--budget == 0) {
-      st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      st.account(t0, batch);
       st.spawn();
+      stages[0]->notify();
       return nullptr;
     }
   }
-  st.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  st.account(t0, batch - budget);
   st.active.fetch_sub(1, std::memory_order_seq_cst);
   st.notify();
   return st.leave();

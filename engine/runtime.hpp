@@ -96,7 +96,8 @@ struct channel {
   // The source thread sleeps here when the channel is full.
   std::atomic<int> waiters{0};
   std::atomic<std::uint32_t> space_epoch{0};
-  void freed();  // a slot became free: wake the producer
+  void freed();   // a slot became free: wake the producer
+  void pushed();  // a unit arrived: wake the consumer if it may be waiting for one
 };
 
 struct stage_rt {
@@ -111,6 +112,13 @@ struct stage_rt {
   alignas(cache_line) std::atomic<std::size_t> inflight{0};
   std::atomic<work_unit*> eos{nullptr};
   std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0};
+  /// Moving average of the time one unit takes here (UINT32_MAX: unknown).
+  std::atomic<std::uint32_t> unit_cost_ns{UINT32_MAX};
+  /// Below this per-unit cost a stage defers waking its consumer to the end
+  /// of its activation (see process()).
+  static constexpr std::uint32_t defer_below_ns = 2000;
+  bool cheap() const noexcept { return unit_cost_ns.load(std::memory_order_relaxed) < defer_below_ns; }
+  void account(std::uint64_t t0, unsigned units_done);
   alignas(cache_line) std::vector<region_rt*> admits;  // ordered regions entered here
   std::vector<region_rt*> inside;  // ordered regions containing this stage
 
