@@ -328,7 +328,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     // then runs it on this worker, on units still in this core's cache):
     // waking it now would hand each unit to another core for less work than
     // the hand-off costs. Costly stages wake it at once, for parallelism.
-    if (!cheap()) out->pushed();
+    if (!cheap() || out->consumer->max_active > 1) out->pushed();  // a farm may start more replicas
   }
   if (concurrent) finish_one();
 }
@@ -559,7 +559,7 @@ stage_rt* run_state::source_activation() {
     ++next_seq;
     st.units.fetch_add(1, std::memory_order_relaxed);
     c0.push(u);
-    if (!st.cheap()) c0.pushed();
+    if (!st.cheap() || stages[0]->max_active > 1) c0.pushed();
     if (--budget == 0) {
       st.account(t0, batch);
       st.spawn();

@@ -447,3 +447,36 @@ TEST_CASE("ordered farm of a pipeline with uneven work and small queues", "[runt
     CHECK(std::is_sorted(seen.begin(), seen.end()));
   }
 }
+
+TEST_CASE("a farm behind a cheap stage runs its replicas at once", "[runtime]") {
+  // Each replica waits until 3 have started in its round: with fewer than 3
+  // replicas running together a round times out. After the first timeout the
+  // rest stop waiting, so a failing run stays short.
+  struct meet {
+    std::atomic<int>* arrived;
+    std::atomic<int>* timeouts;
+    void operator()(int x, int* y) const {
+      int me = arrived->fetch_add(1) + 1;
+      int round = (me - 1) / 3;
+      auto t0 = std::chrono::steady_clock::now();
+      while (timeouts->load() == 0 && arrived->load() < (round + 1) * 3) {
+        if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(300)) {
+          (*timeouts)++;
+          break;
+        }
+        std::this_thread::yield();
+      }
+      *y = x;
+    }
+  };
+  std::atomic<int> arrived{0}, timeouts{0};
+  steal_scheduler s(3);
+  auto items = make_items(300, 1);
+  std::vector<std::vector<int>> out;
+  // Small queues: the cheap first stage ends many activations (it is then
+  // known to be cheap and defers waking serial consumers, but not the farm).
+  graph g(pipeline(map<inc>(), farm(map(meet{&arrived, &timeouts}), 3)), {.scheduler = &s, .capacity = 3});
+  g.run(items, out).get();
+  CHECK(out.size() == items.size());
+  CHECK(timeouts.load() == 0);
+}
