@@ -13,7 +13,6 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
 
 namespace sinew {
 
@@ -42,13 +41,13 @@ struct tbb_scheduler::impl {
   tbb::task_arena arena;
   std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arena
   std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0};
-  // Tasks submitted from inside the arena are spawned into the worker's own
-  // deque (cheap, stealable); others are enqueued.
-  tbb::task_group tg;
-  // Tasks submitted and not yet finished. ~task_arena does not wait for
-  // them, and they touch this object until their very last step (the
-  // decrement), so the destructor waits for zero.
-  alignas(64) std::atomic<std::uint64_t> outstanding{0};
+  // Tasks enqueued and not yet finished. ~task_arena does not wait for them,
+  // and they touch this object after their function returns, so the
+  // destructor waits. Decremented under the lock, so the destructor cannot
+  // see zero while a task still holds a reference.
+  std::mutex m;
+  std::condition_variable idle;
+  std::uint64_t outstanding = 0;
 
   counters& mine() {
     int i = tbb::this_task_arena::current_thread_index();
@@ -68,42 +67,33 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
 }
 
 tbb_scheduler::~tbb_scheduler() {
-  // Polling is fine here: destruction is rare and the wait is short.
-  while (p_->outstanding.load(std::memory_order_acquire) != 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  p_->arena.execute([&] { p_->tg.wait(); });
+  std::unique_lock<std::mutex> lk(p_->m);
+  p_->idle.wait(lk, [&] { return p_->outstanding == 0; });
 }
 
 unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
 
-namespace {
-// The scheduler whose task this thread is running (nested tasks restore it).
-thread_local const void* tl_running = nullptr;
-}  // namespace
-
 void tbb_scheduler::submit(std::function<void()> fn, const locality_hint&) {
   p_->submitted.fetch_add(1, std::memory_order_relaxed);
   impl* p = p_.get();
-  p->outstanding.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lk(p->m);
+    ++p->outstanding;
+  }
   struct task {  // oneTBB calls it through a const reference
     impl* p;
     mutable std::function<void()> fn;
     void operator()() const {
-      const void* outer = tl_running;
-      tl_running = p;
       std::uint64_t t0 = now_ns();
       fn();
       fn = nullptr;  // release captures before the scheduler may go away
-      tl_running = outer;
       p->run.fetch_add(1, std::memory_order_relaxed);
       p->account(t0);
-      p->outstanding.fetch_sub(1, std::memory_order_release);  // last use of *p
+      std::lock_guard<std::mutex> lk(p->m);
+      if (--p->outstanding == 0) p->idle.notify_all();
     }
   };
-  if (tl_running == p)
-    p->tg.run(task{p, std::move(fn)});  // from one of our tasks: onto this worker's deque
-  else
-    p->arena.enqueue(task{p, std::move(fn)});
+  p_->arena.enqueue(task{p, std::move(fn)});
 }
 
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
