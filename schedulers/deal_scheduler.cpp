@@ -4,6 +4,8 @@
 // deal_scheduler.hpp for the policy and the paper; this file's comments
 // cover the concurrency protocols (which follow steal_scheduler.cpp's).
 #include <sinew/deal_scheduler.hpp>
+
+#include "worker_common.hpp"
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
 #include <sinew/error.hpp>
@@ -32,37 +34,12 @@ namespace sinew {
 namespace {
 
 using detail::now_ns;
+namespace workers = detail::workers;
+using workers::cpu_relax;
+using workers::futex_wait;
+using workers::futex_wake;
+using workers::loop_ctx;
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-// Futex on a 32-bit atomic: sleep while *a == expected; wake n sleepers.
-// Spurious returns are allowed: every caller re-checks its condition.
-inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) noexcept {
-#if defined(__linux__)
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
-#else
-  a.wait(expected, std::memory_order_seq_cst);
-#endif
-}
-inline void futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
-#if defined(__linux__)
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr,
-          0);
-#else
-  if (n == 1) a.notify_one();
-  else a.notify_all();
-#endif
-}
-
-struct loop_ctx;
 
 // A task: a submitted function, or a block [b, e) of a parallel_for.
 struct task {
@@ -73,56 +50,14 @@ struct task {
   std::uint64_t total = 0;     // sum(D); 0: no D
   std::vector<std::uint64_t> D;  // bytes on each node (when total > 0)
   std::function<void()> fn;
+  void recycle() noexcept {
+    loop = nullptr;
+    total = 0;
+    D.clear();  // keeps the capacity for the next task with a D
+  }
 };
 
-// A per-thread cache of task objects (as in steal_scheduler.cpp): a task is
-// freed by the thread that ran it; caches are bounded, the excess deleted.
-struct task_cache {
-  static constexpr unsigned cap = 4096;
-  task* head = nullptr;
-  unsigned n = 0;
-  ~task_cache() {
-    while (head) {
-      task* t = head;
-      head = t->next_free;
-      delete t;
-    }
-  }
-  task* get() {
-    if (!head) return new task;
-    task* t = head;
-    head = t->next_free;
-    --n;
-    return t;
-  }
-  void put(task* t) noexcept {
-    if (n >= cap) {
-      delete t;
-      return;
-    }
-    t->next_free = head;
-    t->loop = nullptr;
-    t->total = 0;
-    t->D.clear();  // keeps the capacity for the next task with a D
-    head = t;
-    ++n;
-  }
-};
-thread_local task_cache tl_cache;
-
-// A parallel_for in progress; lives on the caller's stack. The block that
-// brings `remaining` to zero finishes the loop; nothing may touch the
-// loop_ctx after that, so finished loops are announced on per-node futex
-// words of the scheduler, not on the loop.
-struct loop_ctx {
-  loop_ctx(detail::function_ref<void(std::size_t, std::size_t)> bd, std::size_t g, std::size_t n)
-      : body(bd), grain(g), remaining(n) {}
-  detail::function_ref<void(std::size_t, std::size_t)> body;
-  std::size_t grain;
-  std::atomic<std::size_t> remaining;
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;  // written once, by whoever set `failed`
-};
+thread_local workers::task_cache<task> tl_cache;
 
 using u128 = unsigned __int128;
 

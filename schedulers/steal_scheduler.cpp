@@ -5,6 +5,8 @@
 #include <sinew/error.hpp>
 #include <sinew/steal_scheduler.hpp>
 
+#include "worker_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -30,35 +32,11 @@ namespace sinew {
 namespace {
 
 using detail::now_ns;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-// Futex on a 32-bit atomic: sleep while *a == expected; wake n sleepers.
-// Spurious returns are allowed: every caller re-checks its condition.
-inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) noexcept {
-#if defined(__linux__)
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
-#else
-  a.wait(expected, std::memory_order_seq_cst);
-#endif
-}
-inline void futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
-#if defined(__linux__)
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr,
-          0);
-#else
-  if (n == 1) a.notify_one();
-  else a.notify_all();
-#endif
-}
+namespace workers = detail::workers;
+using workers::cpu_relax;
+using workers::futex_wait;
+using workers::futex_wake;
+using workers::loop_ctx;
 
 // Idle phases before sleeping: `pause_rounds` looks for work separated by a
 // few pause instructions, then `yield_rounds` separated by sched_yield. A
@@ -75,64 +53,16 @@ inline void idle_backoff(unsigned round) noexcept {
 
 constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
 
-struct loop_ctx;
-
 // A task: a submitted function, or a block [b, e) of a parallel_for.
 struct task {
   task* next_free = nullptr;
   loop_ctx* loop = nullptr;  // null: a submitted function
   std::size_t b = 0, e = 0;
   std::function<void()> fn;
+  void recycle() noexcept { loop = nullptr; }
 };
 
-// A per-thread cache of task objects, so that the steady state allocates
-// nothing per task. A task is freed by the thread that ran it, which may not
-// be the one that allocated it; caches are bounded, the excess is deleted.
-struct task_cache {
-  static constexpr unsigned cap = 4096;
-  task* head = nullptr;
-  unsigned n = 0;
-  ~task_cache() {
-    while (head) {
-      task* t = head;
-      head = t->next_free;
-      delete t;
-    }
-  }
-  task* get() {
-    if (!head) return new task;
-    task* t = head;
-    head = t->next_free;
-    --n;
-    return t;
-  }
-  void put(task* t) noexcept {
-    if (n >= cap) {
-      delete t;
-      return;
-    }
-    t->next_free = head;
-    t->loop = nullptr;
-    head = t;
-    ++n;
-  }
-};
-thread_local task_cache tl_cache;
-
-// A parallel_for in progress; lives on the caller's stack. `remaining`
-// counts the elements not yet processed: the block that brings it to zero
-// finishes the loop, and nothing may touch the loop_ctx after that (the
-// caller may already have returned), which is why finished loops are
-// announced on scheduler-wide futex words rather than on the loop itself.
-struct loop_ctx {
-  loop_ctx(detail::function_ref<void(std::size_t, std::size_t)> bd, std::size_t g, std::size_t n)
-      : body(bd), grain(g), remaining(n) {}
-  detail::function_ref<void(std::size_t, std::size_t)> body;
-  std::size_t grain;
-  std::atomic<std::size_t> remaining;
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;  // written once, by whoever set `failed`
-};
+thread_local workers::task_cache<task> tl_cache;
 
 }  // namespace
 
