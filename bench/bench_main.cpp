@@ -171,18 +171,18 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::vector<sb::benchmark> todo;
-  if (all) todo = reg;
+  std::vector<sb::benchmark> selected;
+  if (all) selected = reg;
   for (const auto& n : names) {
     auto it = std::find_if(reg.begin(), reg.end(), [&](const sb::benchmark& b) { return b.name == n; });
     if (it == reg.end()) {
       std::fprintf(stderr, "sinew-bench: no benchmark named '%s' (see --list)\n", n.c_str());
       return 2;
     }
-    if (std::none_of(todo.begin(), todo.end(), [&](const sb::benchmark& b) { return b.name == n; }))
-      todo.push_back(*it);
+    if (std::none_of(selected.begin(), selected.end(), [&](const sb::benchmark& b) { return b.name == n; }))
+      selected.push_back(*it);
   }
-  if (todo.empty()) {
+  if (selected.empty()) {
     usage(stderr);
     return 2;
   }
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
 
   std::vector<sb::result> results;
   bool failed = false;
-  for (const auto& b : todo) {
+  for (const auto& b : selected) {
     sb::result r;
     r.name = b.name;
     r.description = b.description;
