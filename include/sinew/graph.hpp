@@ -24,6 +24,8 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <sinew/node.hpp>
@@ -33,6 +35,8 @@
 
 namespace sinew {
 
+class trace;
+
 struct graph_options {
   /// Scheduler to run on; null = default_scheduler().
   sinew::scheduler* scheduler = nullptr;
@@ -41,6 +45,14 @@ struct graph_options {
   std::size_t capacity = 0;
   /// Units one stage activation processes before yielding its worker.
   unsigned batch = 256;
+  /// Records leaf executions, map chunks, source and sink activity
+  /// (see trace.hpp); null = no tracing (one branch per unit). Must outlive
+  /// the runs.
+  sinew::trace* trace = nullptr;
+  /// Unit latency (source accepted -> sink consumed) is timed on one unit in
+  /// `latency_every` (a power of two; 1 = every unit, 0 = none): two clock
+  /// reads per timed unit.
+  unsigned latency_every = 16;
 };
 
 /// Per stage counters of one run.
@@ -53,7 +65,36 @@ struct stage_stats {
   std::uint64_t units = 0;         ///< data units processed
   std::uint64_t busy_ns = 0;       ///< time in the leaf
   std::uint64_t activations = 0;   ///< tasks the stage ran as
+  /// Idle because its input was empty while the stream was live (from the
+  /// end of an activation that found no input to the start of the next).
+  std::uint64_t wait_in_ns = 0;
+  /// Blocked by back pressure: its output queue (or ordered window) was full
+  /// (from the end of an activation that found no room to the next start).
+  std::uint64_t wait_out_ns = 0;
+  std::uint64_t bytes = 0;         ///< layer-0 bytes of the units it processed
+  /// Chunks the units were split into (maps: scheduler parallel_for blocks
+  /// run, summed over units; 0 for stages that never split).
+  std::uint64_t chunks = 0;
+  /// Named counters added by components while running this stage
+  /// (`add_stage_counter`), e.g. device shares of a balanced map; sorted.
+  std::vector<std::pair<std::string, double>> counters;
 };
+
+/// Unit latency, source accepted to sink consumed, over the timed units
+/// (graph_options::latency_every). Percentiles come from a log-bucketed
+/// histogram (8 buckets per power of two: within 12.5%), capped at max.
+struct latency_stats {
+  std::uint64_t samples = 0;
+  std::uint64_t p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
+};
+
+/// Adds `v` to the counter `name` of the stage the calling thread is running
+/// (reported in `stage_stats::counters`); does nothing outside a stage.
+///
+/// \code
+/// sinew::add_stage_counter("share.gpu0", double(gpu_elems));
+/// \endcode
+void add_stage_counter(std::string_view name, double v);
 
 struct run_stats {
   std::uint64_t units_in = 0;   ///< units the source produced
@@ -63,6 +104,13 @@ struct run_stats {
   std::size_t capacity_total = 0;     ///< sum of queue capacities
   double seconds = 0;                 ///< start to end of stream at the sink
   std::vector<stage_stats> stages;    ///< in graph order; the sink is last
+  std::uint64_t bytes_in = 0;   ///< layer-0 bytes of the units the source produced
+  std::uint64_t bytes_out = 0;  ///< layer-0 bytes of the units the sink received
+  latency_stats latency;
+  /// The scheduler's counters over the run (end minus start; other work on
+  /// the same scheduler meanwhile is included): tasks, steals per worker.
+  scheduler_stats scheduler;
+  bool done = false;  ///< the run has ended (the counters are final)
 };
 
 namespace detail {
