@@ -272,6 +272,13 @@ void stage_rt::forward_eos(work_unit* e) {
       } catch (...) {
         run->fail(run->snk.impl().label(), std::current_exception());
       }
+      if (!run->dropping()) {  // a source's deferred error (source_impl::after_delivery)
+        try {
+          run->src.impl().after_delivery();
+        } catch (...) {
+          run->fail(run->src.impl().label(), std::current_exception());
+        }
+      }
     }
     run->complete();
     return;

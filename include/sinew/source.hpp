@@ -119,6 +119,12 @@ class source_impl {
   /// True if items the source holds were already accepted from a producer
   /// (a stream's buffer): on `stop()` it is drained rather than dropped.
   virtual bool drains_on_stop() const { return false; }
+  /// Called once after the sink has received every unit and finished (not
+  /// after a failure or cancellation). A source whose stream ended badly
+  /// (a truncated file, a peer gone mid-record) returns false from `next`
+  /// and throws here, so the run fails only after every unit before the bad
+  /// record was delivered.
+  virtual void after_delivery() {}
 };
 
 template <class Item>
