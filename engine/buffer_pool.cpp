@@ -10,6 +10,7 @@ namespace sinew {
 
 void buffer::release() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (hook_.load(std::memory_order_relaxed)) drop_hook();
   if (pool_) pool_->give_back(this);
   else delete this;  // external memory: only the header is ours
 }

@@ -23,6 +23,20 @@ namespace sinew {
 
 class buffer_pool;
 
+/// Per-buffer state another subsystem attaches to a buffer (the coherence
+/// record of OpenCL device copies, see coherence.hpp). Deleted when the last
+/// reference goes, before the memory returns to the pool, so a reused block
+/// never inherits stale device copies.
+///
+/// \code
+/// struct my_state : sinew::buffer_hook { int x = 0; };
+/// sinew::buffer_hook* h = b->attach_hook(new my_state);   // or the one already attached
+/// \endcode
+class buffer_hook {
+ public:
+  virtual ~buffer_hook() = default;
+};
+
 /// Memory block header. Users hold buffers through `buffer_ref`.
 class buffer {
  public:
@@ -42,6 +56,16 @@ class buffer {
   /// NUMA node holding the pages, -1 when unknown or spread (see placement).
   int numa_node() const noexcept { return numa_node_; }
   std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+  /// The attached hook, or null.
+  buffer_hook* hook() const noexcept { return hook_.load(std::memory_order_acquire); }
+  /// Attaches `h` (taking ownership) unless a hook is attached already; returns
+  /// the hook now attached (`h` is deleted when another thread won the race).
+  buffer_hook* attach_hook(buffer_hook* h) noexcept {
+    buffer_hook* cur = nullptr;
+    if (hook_.compare_exchange_strong(cur, h, std::memory_order_acq_rel)) return h;
+    delete h;
+    return cur;
+  }
 
  private:
   friend class buffer_ref;
@@ -49,8 +73,10 @@ class buffer {
   buffer() = default;
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept;
+  void drop_hook() noexcept { delete hook_.exchange(nullptr, std::memory_order_acq_rel); }
 
   std::atomic<std::uint32_t> refs_{0};
+  std::atomic<buffer_hook*> hook_{nullptr};
   int numa_node_ = -1;
   void* data_ = nullptr;
   std::size_t count_ = 0;
