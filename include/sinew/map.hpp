@@ -110,7 +110,11 @@ class map_exec final : public executable {
  public:
   map_exec(const F& f, map_options o) : f_(f), o_(o), in_t_(S::inputs()), out_t_(S::outputs()) {}
 
-  void execute(exec_args& a) override {
+  void execute(exec_args& a) override { execute_rows(a, 0, SIZE_MAX); }
+
+  /// Runs only outermost indices [rb, min(re, rows)) of the unit: one
+  /// device's share when a multi_device_map splits it (host_executor.hpp).
+  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) {
     const layer& in = *a.in;
     layer& out = *a.out;
 #ifndef NDEBUG
@@ -126,22 +130,25 @@ class map_exec final : public executable {
     auto ptrs = bind(in, out, std::make_index_sequence<S::N>{});
     if constexpr (S::chunked) {
       const shape& dom = S::in_place ? in.shape() : out.shape();
-      std::size_t n = dom.ext[0];
+      std::size_t rows = std::min(re, dom.ext[0]);
+      std::size_t r0 = std::min(rb, rows), n = rows - r0;
       std::size_t inner = dom.inner() ? dom.inner() : 1;
       std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
       std::size_t lim = o_.inline_below ? o_.inline_below : 2;
       auto body = [&](std::size_t b, std::size_t e) {
-        call_chunk(b, e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
+        call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
       else split(a, n, g, o_.min_task ? o_.min_task : 1, body);
     } else {
-      std::size_t n = in.count();
+      std::size_t inner = in.shape().inner();
+      std::size_t rows = std::min(re, in.shape().ext[0]);
+      std::size_t e0 = std::min(rb, rows) * inner, n = rows * inner - e0;
       std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
       std::size_t lim = o_.inline_below ? o_.inline_below : 4096;
       const shape* shp = &in.shape();
       auto body = [&](std::size_t b, std::size_t e) {
-        run_elems(b, e, shp, ptrs, std::make_index_sequence<S::N>{});
+        run_elems(e0 + b, e0 + e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) body(0, n);
       else split(a, n, g, o_.min_task ? o_.min_task : 2048, body);

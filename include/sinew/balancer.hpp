@@ -1,0 +1,197 @@
+#pragma once
+/// \file balancer.hpp
+/// Load balancing of one map over several devices (seed 001, §3.3.2, the
+/// "execution plans" of HPL; formulas in docs/balancing.md).
+///
+/// A unit's outermost dimension is split in proportion to per-device
+/// *weights* (percentages summing to 100), each share a multiple of its
+/// device's granularity (`split_shares`). A `balance_policy` says how the
+/// weights are found:
+/// - `balance::static_weights(w)`: given.
+/// - `balance::single_step()`: one execution with equal shares, then
+///   `u_i = max(t)/t_i`, `w_i = 100·u_i/Σu` (seed 001, Fig. 7); a device
+///   whose estimated time `t_i·w_i/(100/N)` is below `threshold` gets nothing
+///   and the others are renormalised.
+/// - `balance::iterative()`: single-step, then while the slowest device takes
+///   ≥ δ longer than the fastest: `t'_i = t_i/v_i·100/N`, `w = balance(t')`,
+///   relaxed as `w = w_prev + (w − w_prev)/(iter − 1)` once iter > 2 (Fig. 8).
+/// - `balance::exhaustive(step)`: every split at `step` (5% default; 1% is the
+///   oracle the tests compare with), keeping the fastest.
+///
+/// The search is *online*: a `balance_tuner` proposes the weights of the next
+/// execution (which processes a real unit: no work is wasted), is told the
+/// measured `share_timing`s, and says when it is tuned. Tuned weights are
+/// kept in a `balance_cache` per (node path, unit size, device set).
+///
+/// \code
+/// sinew::balance_tuner tu(sinew::balance::iterative(), 2);
+/// while (!tu.tuned()) {
+///   auto shares = sinew::split_shares(rows, tu.weights(), {1, 64});
+///   std::vector<sinew::share_timing> t = run_on_devices(shares);   // measured
+///   tu.report(shares, t);
+/// }
+/// std::printf("cpu %.1f%%, gpu %.1f%% after %u executions\n", tu.weights()[0], tu.weights()[1],
+///             tu.tuning_executions());
+/// \endcode
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <sinew/device_executor.hpp>
+
+namespace sinew {
+
+enum class balance_kind { fixed, single_step, iterative, exhaustive };
+
+struct balance_policy {
+  balance_kind kind = balance_kind::iterative;
+  /// `fixed`: the weights (any non-negative scale; normalised to 100).
+  std::vector<double> weights;
+  /// `iterative`: tuned once the slowest device is less than δ (a fraction:
+  /// 0.05 = 5%) slower than the fastest; also the re-tuning trigger.
+  double delta = 0.05;
+  /// Seconds: a device whose estimated time for its share is below this gets
+  /// no work (the fixed cost of using it does not pay off). 0 = never.
+  double threshold = 0;
+  /// `exhaustive`: step of the splits tried, as a fraction of the unit (1/step integral).
+  double step = 0.05;
+  /// Balance on `share_timing::total` (with transfers) instead of `compute`.
+  bool with_transfers = false;
+  /// Executions per distribution tried; their times are averaged (noise).
+  unsigned repeats = 1;
+  /// `iterative`: most distributions tried; then the fastest one seen is kept.
+  unsigned max_iterations = 10;
+  /// `iterative`: relaxation on (seed 001: without it the search oscillated).
+  bool relax = true;
+  /// In a stream, re-tune when the measured imbalance exceeds δ (and has
+  /// grown by δ since tuning ended; single-step and exhaustive splits may be
+  /// imbalanced by design).
+  bool retune = true;
+  /// "static", "single-step", "iterative", "exhaustive(5%)".
+  std::string name() const;
+};
+
+namespace balance {
+balance_policy static_weights(std::vector<double> weights);
+balance_policy single_step(double threshold = 0);
+balance_policy iterative(double delta = 0.05, double threshold = 0);
+balance_policy exhaustive(double step = 0.05);
+
+/// seed 001 Fig. 7: weights (percent) from times `t` of an execution with
+/// equal shares. `active[i] == false` devices get 0. At least one device
+/// keeps work (the one with the largest weight) whatever the threshold.
+std::vector<double> single_step_weights(const std::vector<double>& t, double threshold,
+                                        const std::vector<bool>& active = {});
+/// seed 001 Fig. 8: times `t` of an execution where device i ran `v[i]`
+/// percent; `iter` counts model applications (1 = the single step);
+/// relaxation towards `w_prev` once iter > 2 (when `relax`).
+std::vector<double> adaptive_weights(const std::vector<double>& t, const std::vector<double>& v, unsigned iter,
+                                     const std::vector<double>& w_prev, double threshold, bool relax = true);
+/// max(t)/min(t) − 1 over devices with `v[i] > 0` (0 with fewer than two).
+double imbalance(const std::vector<double>& t, const std::vector<double>& v);
+/// Every split of 100% into `devices` parts that are multiples of `step`
+/// (fraction), in lexicographic order (seed 001's EXHAUSTIVE candidates).
+std::vector<std::vector<double>> exhaustive_candidates(std::size_t devices, double step);
+}  // namespace balance
+
+/// Splits outermost indices [0, n) into one contiguous share per device, in
+/// device order, in proportion to `weights`. Every share but the last
+/// non-empty one is a multiple of its device's `granularity`; the last
+/// takes the remainder. A device with weight 0 gets an empty share; every
+/// other device gets at least one granule when n ≥ 1 + the granularities of
+/// the non-last weighted devices. Every index is covered exactly once.
+/// Throws sinew::error on mismatched sizes, negative or all-zero weights, a
+/// zero granularity.
+std::vector<device_share> split_shares(std::size_t n, const std::vector<double>& weights,
+                                       const std::vector<std::size_t>& granularity);
+
+/// Percent of [0, n) each share holds (v of seed 001 Fig. 8).
+std::vector<double> share_percent(const std::vector<device_share>& shares);
+
+/// The online search of one policy for one (node, unit size, device set).
+/// Not thread safe: the multi-device map serialises tuning executions.
+class balance_tuner {
+ public:
+  /// Throws sinew::error for a bad policy (no devices, `fixed` weights of
+  /// the wrong count or all zero, δ ≤ 0, a step that does not divide 1...).
+  balance_tuner(balance_policy p, std::size_t devices);
+
+  /// Weights (percent, sum 100) for the next execution.
+  const std::vector<double>& weights() const noexcept { return w_; }
+  bool tuned() const noexcept { return phase_ == phase::tuned; }
+  /// Feeds the measured times of one execution that used `shares`.
+  void report(const std::vector<device_share>& shares, const std::vector<share_timing>& t);
+  /// Starts tuned with `w` (e.g. from a balance_cache).
+  void set_tuned(std::vector<double> w);
+  /// Executions whose times the search used (the initial tuning and re-tunings).
+  unsigned tuning_executions() const noexcept { return tuning_execs_; }
+  /// Times tuning restarted because a stream's imbalance grew past δ.
+  unsigned retunes() const noexcept { return retunes_; }
+  /// Model applications of the iterative search so far (seed 001's `iter`).
+  unsigned iterations() const noexcept { return iter_; }
+  /// Imbalance (max/min − 1) of the last reported execution.
+  double last_imbalance() const noexcept { return last_imb_; }
+  const balance_policy& policy() const noexcept { return p_; }
+
+ private:
+  enum class phase { first, iterating, exhaustive, tuned };
+  void measured(const std::vector<double>& t, const std::vector<double>& v);
+  void finish(std::vector<double> w, std::optional<double> baseline);
+  void restart(const std::vector<double>& t, const std::vector<double>& v);
+
+  balance_policy p_;
+  std::size_t n_;
+  phase phase_ = phase::first;
+  std::vector<double> w_, w_prev_;
+  unsigned iter_ = 0, tuning_execs_ = 0, retunes_ = 0;
+  double last_imb_ = 0;
+  std::optional<double> baseline_;
+  // repeats: times summed over the executions of one distribution
+  std::vector<double> acc_t_;
+  unsigned acc_n_ = 0;
+  // the fastest distribution measured in this search (makespan, weights, imbalance)
+  double best_time_ = 0;
+  std::vector<double> best_w_;
+  double best_imb_ = 0;
+  // exhaustive
+  std::vector<std::vector<double>> cand_;
+  std::size_t next_ = 0;
+};
+
+/// Tuned weights per (node path, unit size, device set); thread safe.
+///
+/// \code
+/// sinew::balance_cache cache;
+/// sinew::balance_key k{"pipeline[1]/multi_device_map", 4096, "host|sim:gpu"};
+/// cache.store(k, {30, 70});
+/// auto w = cache.find(k);   // {30, 70}
+/// \endcode
+struct balance_key {
+  std::string path;
+  std::size_t unit_size = 0;
+  std::string devices;  ///< executor names joined by '|'
+  friend bool operator<(const balance_key& a, const balance_key& b) {
+    return std::tie(a.path, a.unit_size, a.devices) < std::tie(b.path, b.unit_size, b.devices);
+  }
+};
+
+class balance_cache {
+ public:
+  /// The process-wide cache multi-device maps use unless given their own.
+  static balance_cache& global();
+  std::optional<std::vector<double>> find(const balance_key& k) const;
+  void store(const balance_key& k, std::vector<double> weights);
+  void erase(const balance_key& k);
+  void clear();
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex m_;
+  std::map<balance_key, std::vector<double>> w_;
+};
+
+}  // namespace sinew
