@@ -100,8 +100,10 @@ std::vector<double> single_step_weights(const std::vector<double>& t, double thr
     double adjust = 0;
     for (std::size_t i = 0; i < n; ++i)
       if (i != keep && w[i] > 0 && t[i] * w[i] / (100.0 / double(n)) < threshold) adjust += w[i], w[i] = 0;
-    if (adjust > 0)
-      for (double& x : w) x = x * 100 / (100 - adjust);
+    if (adjust > 0) {  // Σ of the kept weights is 100 − adjust (summed again: exact when one is left)
+      double kept = std::accumulate(w.begin(), w.end(), 0.0);
+      for (double& x : w) x = x * 100 / kept;
+    }
   }
   return w;
 }
