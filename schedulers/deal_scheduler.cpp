@@ -5,6 +5,7 @@
 // cover the concurrency protocols (which follow steal_scheduler.cpp's).
 #include <sinew/deal_scheduler.hpp>
 
+#include "locality.hpp"
 #include "worker_common.hpp"
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
@@ -88,7 +89,7 @@ struct deal_scheduler::impl {
     impl* owner = nullptr;
     unsigned depth = 0;  // owner only: tasks on this thread's stack (> 1: helping)
     alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
-        steal_attempts{0}, refused{0}, remote_bytes{0}, fn_run{0}, submitted{0}, kept_local{0};
+        steal_attempts{0}, refused{0}, remote_bytes{0}, hinted_bytes{0}, fn_run{0}, submitted{0}, kept_local{0};
   };
 
   impl(const topology& t, deal_options o) : topo(t), opt(std::move(o)) {}
@@ -134,17 +135,7 @@ struct deal_scheduler::impl {
   }
 
   int argmin_cost(std::span<const std::uint64_t> D, int local) const {
-    int best = -1;
-    u128 best_cost = 0;
-    for (std::size_t i = 0; i < N; ++i) {
-      u128 c = 0;
-      for (std::size_t j = 0; j < N; ++j) c += u128(D[j]) * topo.distance(i, j);
-      if (best < 0 || c < best_cost || (c == best_cost && int(i) == local)) {
-        best = int(i);
-        best_cost = c;
-      }
-    }
-    return best;
+    return detail::cheapest_node(topo, D, local);
   }
 
   int choose(std::span<const std::uint64_t> D, int local) const {
@@ -320,8 +311,10 @@ struct deal_scheduler::impl {
       run_block(w, t);
       w.tasks.fetch_add(1, std::memory_order_relaxed);
     } else {
-      if (t->total != 0)
+      if (t->total != 0) {
+        w.hinted_bytes.fetch_add(t->total, std::memory_order_relaxed);
         w.remote_bytes.fetch_add(t->total - t->D[std::size_t(w.node)], std::memory_order_relaxed);
+      }
       t->fn();  // noexcept context: a throwing submitted task terminates
       t->fn = nullptr;  // release captures now
       tl_cache.put(t);
@@ -590,26 +583,17 @@ void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint)
   if (!fn) throw error("deal_scheduler::submit: empty function");
   impl& p = *p_;
   impl::worker* w = p.me();
-  if (!hint.bytes_on_node.empty() && hint.bytes_on_node.size() != p.N)
-    throw error("deal_scheduler::submit: bytes_on_node has " +
-                std::to_string(hint.bytes_on_node.size()) + " entries, topology has " +
-                std::to_string(p.N) + " nodes");
   task* t = tl_cache.get();
+  // D of Algorithm 1 (line 2).
+  std::uint64_t total;
+  try {
+    total = detail::hint_bytes(hint, p.N, t->D, "deal_scheduler::submit");
+  } catch (...) {
+    tl_cache.put(t);
+    throw;
+  }
   t->loop = nullptr;
   t->submitter = w ? int(w->index) : -1;
-  // D of Algorithm 1 (line 2).
-  t->D.assign(p.N, 0);
-  std::uint64_t total = 0;
-  if (!hint.bytes_on_node.empty()) {
-    std::copy(hint.bytes_on_node.begin(), hint.bytes_on_node.end(), t->D.begin());
-  } else {
-    for (const buffer_ref& b : hint.reads) {
-      if (!b) continue;
-      int n = b->numa_node();  // -1: unknown, not counted
-      if (n >= 0 && std::size_t(n) < p.N) t->D[std::size_t(n)] += b->bytes();
-    }
-  }
-  for (auto d : t->D) total += d;
   t->total = total;
   int node;
   if (total != 0) {
@@ -671,8 +655,12 @@ scheduler_stats deal_scheduler::stats() const {
     scheduler_stats::worker x;
     x.tasks = w->tasks.load(std::memory_order_relaxed);
     x.busy_ns = w->busy.load(std::memory_order_relaxed);
-    x.steals = w->steals_same.load(std::memory_order_relaxed) +
-               w->steals_remote.load(std::memory_order_relaxed);
+    x.steals_same_node = w->steals_same.load(std::memory_order_relaxed);
+    x.steals_remote = w->steals_remote.load(std::memory_order_relaxed);
+    x.steals = x.steals_same_node + x.steals_remote;
+    x.node = w->node;
+    x.hinted_bytes = w->hinted_bytes.load(std::memory_order_relaxed);
+    x.remote_bytes = w->remote_bytes.load(std::memory_order_relaxed);
     x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
     s.workers.push_back(x);
   }
@@ -711,7 +699,7 @@ void deal_scheduler::reset_stats() {
     }
   for (auto& w : p_->workers) {
     for (auto* a : {&w->tasks, &w->busy, &w->steals_same, &w->steals_remote, &w->steal_attempts,
-                    &w->refused, &w->remote_bytes, &w->fn_run, &w->submitted, &w->kept_local})
+                    &w->refused, &w->remote_bytes, &w->hinted_bytes, &w->fn_run, &w->submitted, &w->kept_local})
       a->store(0, std::memory_order_relaxed);
   }
 }

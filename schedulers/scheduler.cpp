@@ -4,6 +4,8 @@
 #include <sinew/steal_scheduler.hpp>
 #include <sinew/tbb_scheduler.hpp>
 
+#include "locality.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -21,6 +23,72 @@ double scheduler_stats::load_balance() const {
   return double(lo) / double(hi);
 }
 
+std::uint64_t scheduler_stats::steals_same_node() const {
+  std::uint64_t s = 0;
+  for (const auto& w : workers) s += w.steals_same_node;
+  return s;
+}
+std::uint64_t scheduler_stats::steals_remote() const {
+  std::uint64_t s = 0;
+  for (const auto& w : workers) s += w.steals_remote;
+  return s;
+}
+std::uint64_t scheduler_stats::hinted_bytes() const {
+  std::uint64_t s = 0;
+  for (const auto& w : workers) s += w.hinted_bytes;
+  return s;
+}
+std::uint64_t scheduler_stats::remote_bytes() const {
+  std::uint64_t s = 0;
+  for (const auto& w : workers) s += w.remote_bytes;
+  return s;
+}
+double scheduler_stats::remote_fraction() const {
+  const std::uint64_t h = hinted_bytes();
+  return h ? double(remote_bytes()) / double(h) : 0.0;
+}
+
+namespace detail {
+
+std::uint64_t hint_bytes(const locality_hint& hint, std::size_t nodes, std::vector<std::uint64_t>& D,
+                         const char* who) {
+  if (!hint.bytes_on_node.empty() && hint.bytes_on_node.size() != nodes)
+    throw error(std::string(who) + ": locality_hint::bytes_on_node has " +
+                std::to_string(hint.bytes_on_node.size()) + " entries, topology has " +
+                std::to_string(nodes) + " nodes");
+  D.assign(nodes, 0);
+  if (!hint.bytes_on_node.empty()) {
+    std::copy(hint.bytes_on_node.begin(), hint.bytes_on_node.end(), D.begin());
+  } else {
+    for (const buffer_ref& b : hint.reads) {
+      if (!b) continue;
+      const int n = b->numa_node();  // -1: unknown, not counted
+      if (n >= 0 && std::size_t(n) < nodes) D[std::size_t(n)] += b->bytes();
+    }
+  }
+  std::uint64_t total = 0;
+  for (auto d : D) total += d;
+  return total;
+}
+
+int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefer) {
+  using u128 = unsigned __int128;
+  const std::size_t N = t.nodes();
+  int best = -1;
+  u128 best_cost = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    u128 c = 0;
+    for (std::size_t j = 0; j < N; ++j) c += u128(D[j]) * t.distance(i, j);
+    if (best < 0 || c < best_cost || (c == best_cost && int(i) == prefer)) {
+      best = int(i);
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace detail
+
 scheduler& default_scheduler() {
   // SINEW_SCHEDULER picks the policy (tbb when unset or empty), SINEW_THREADS
   // the number of workers. An unknown policy throws (and the next call tries
@@ -30,9 +98,12 @@ scheduler& default_scheduler() {
     if (const char* e = std::getenv("SINEW_THREADS")) n = unsigned(std::strtoul(e, nullptr, 10));
     std::string policy = "tbb";
     if (const char* e = std::getenv("SINEW_SCHEDULER"); e && *e) policy = e;
+    // Several NUMA nodes and no thread count: one arena / worker per core of
+    // every node, so hints and statistics see the nodes.
+    const bool numa = n == 0 && topology::current().nodes() > 1;
     // Immortal: tasks may still run during exit.
-    if (policy == "tbb") return new tbb_scheduler(n);
-    if (policy == "steal") return new steal_scheduler(n);
+    if (policy == "tbb") return numa ? new tbb_scheduler(topology::current()) : new tbb_scheduler(n);
+    if (policy == "steal") return numa ? new steal_scheduler(topology::current()) : new steal_scheduler(n);
     if (policy == "deal") return new deal_scheduler(topology::current());  // one worker per core
     throw error("SINEW_SCHEDULER: unknown policy '" + policy + "' (known: tbb, steal, deal)");
   }();

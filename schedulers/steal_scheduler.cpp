@@ -5,6 +5,7 @@
 #include <sinew/error.hpp>
 #include <sinew/steal_scheduler.hpp>
 
+#include "locality.hpp"
 #include "worker_common.hpp"
 
 #include <algorithm>
@@ -58,8 +59,13 @@ struct task {
   task* next_free = nullptr;
   loop_ctx* loop = nullptr;  // null: a submitted function
   std::size_t b = 0, e = 0;
+  std::uint64_t total = 0;         // sum(D) of the task's locality hint; 0: none
+  std::vector<std::uint64_t> D;    // bytes on each node (when total > 0)
   std::function<void()> fn;
-  void recycle() noexcept { loop = nullptr; }
+  void recycle() noexcept {
+    loop = nullptr;
+    total = 0;
+  }
 };
 
 thread_local workers::task_cache<task> tl_cache;
@@ -71,20 +77,22 @@ struct steal_scheduler::impl {
     detail::chase_lev_deque<task*> dq;
     std::thread th;
     unsigned index = 0;
+    int node = 0;   // NUMA node of the worker
+    int cpu = -1;   // CPU to pin to (-1: none)
     impl* owner = nullptr;
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
     // Counters: written by the owner, read and reset by anyone.
     alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals{0}, steal_attempts{0},
-        fn_run{0}, submitted{0};
+        fn_run{0}, submitted{0}, steals_remote{0}, hinted_bytes{0}, remote_bytes{0};
   };
 
-  impl(unsigned n, bool pin) : threads(n), pin(pin) {}
+  impl(unsigned n, bool pin, topology t) : threads(n), pin(pin), topo(std::move(t)) {}
 
   unsigned threads;
   bool pin;
-  std::vector<int> cpus;  // CPUs this process may use (for pinning)
+  topology topo;
   std::vector<std::unique_ptr<worker>> workers;
 
   // Injection queue for tasks from outside. `inj_size` mirrors inj.size() so
@@ -226,6 +234,7 @@ struct steal_scheduler::impl {
       auto r = v.dq.steal(t);
       if (r == detail::chase_lev_deque<task*>::steal_result::success) {
         w.steals.fetch_add(1, std::memory_order_relaxed);
+        if (v.node != w.node) w.steals_remote.fetch_add(1, std::memory_order_relaxed);
         return t;
       }
       if (r == detail::chase_lev_deque<task*>::steal_result::lost_race) contended = true;
@@ -253,6 +262,10 @@ struct steal_scheduler::impl {
       run_block(w, t);
       w.tasks.fetch_add(1, std::memory_order_relaxed);
     } else {
+      if (t->total != 0) {
+        w.hinted_bytes.fetch_add(t->total, std::memory_order_relaxed);
+        w.remote_bytes.fetch_add(t->total - t->D[std::size_t(w.node)], std::memory_order_relaxed);
+      }
       t->fn();  // noexcept context: a throwing submitted task terminates
       t->fn = nullptr;  // release captures now, not when the object is reused
       tl_cache.put(t);
@@ -330,10 +343,10 @@ struct steal_scheduler::impl {
   void worker_main(worker& w) {
     tl_worker = &w;
 #if defined(__linux__)
-    if (pin && !cpus.empty()) {
+    if (pin && w.cpu >= 0 && w.cpu < CPU_SETSIZE) {
       cpu_set_t set;
       CPU_ZERO(&set);
-      CPU_SET(cpus[w.index % cpus.size()], &set);
+      CPU_SET(w.cpu, &set);
       (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // failures ignored
     }
     char name[16];
@@ -371,24 +384,68 @@ struct steal_scheduler::impl {
 
 thread_local steal_scheduler::impl::worker* steal_scheduler::impl::tl_worker = nullptr;
 
+namespace {
+
+// CPUs this process may run on.
+std::vector<int> usable_cpus() {
+  std::vector<int> cpus;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+#endif
+  return cpus;
+}
+
+// The topology a thread-count scheduler reports: the process's when it is
+// real and the workers are pinned (their CPUs tell their nodes), else one
+// node (a synthetic topology's CPU ids are not this machine's).
+topology placement_topology(bool pin) {
+  if (pin) {
+    topology t = topology::current();
+    if (!t.synthetic()) return t;
+  }
+  return topology();
+}
+
+}  // namespace
+
 steal_scheduler::steal_scheduler(unsigned threads, bool pin)
     : p_(std::make_unique<impl>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
-                                pin)) {
-#if defined(__linux__)
-  if (pin) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) p_->cpus.push_back(c);
-  }
-#endif
+                                pin, placement_topology(pin))) {
+  const std::vector<int> cpus = pin ? usable_cpus() : std::vector<int>{};
   for (unsigned i = 0; i < p_->threads; ++i) {
     auto w = std::make_unique<impl::worker>();
     w->index = i;
     w->owner = p_.get();
+    if (!cpus.empty()) {
+      w->cpu = cpus[i % cpus.size()];
+      w->node = std::max(0, p_->topo.node_of_core(w->cpu));
+    }
     p_->workers.push_back(std::move(w));
   }
+  start();
+}
+
+steal_scheduler::steal_scheduler(const topology& t, bool pin)
+    : p_(std::make_unique<impl>(unsigned(t.total_cores()), pin && !t.synthetic(), t)) {
+  if (t.total_cores() == 0) throw error("steal_scheduler: topology has no cores");
+  unsigned idx = 0;
+  for (std::size_t n = 0; n < t.nodes(); ++n)
+    for (int cpu : t.cores(n)) {
+      auto w = std::make_unique<impl::worker>();
+      w->index = idx++;
+      w->node = int(n);
+      w->cpu = p_->pin ? cpu : -1;
+      w->owner = p_.get();
+      p_->workers.push_back(std::move(w));
+    }
+  start();
+}
+
+void steal_scheduler::start() {
   // Every worker exists before any starts (they steal from each other).
   try {
     for (auto& w : p_->workers) {
@@ -420,13 +477,21 @@ steal_scheduler::~steal_scheduler() {
 
 unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
 
-void steal_scheduler::submit(std::function<void()> fn, const locality_hint&) {
+void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
   if (!fn) throw error("steal_scheduler::submit: empty function");
   impl::worker* w = p_->me();
   if (w) w->submitted.fetch_add(1, std::memory_order_relaxed);
   else p_->ext_submitted.fetch_add(1, std::memory_order_relaxed);
   task* t = tl_cache.get();
   t->loop = nullptr;
+  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+    try {
+      t->total = detail::hint_bytes(hint, p_->topo.nodes(), t->D, "steal_scheduler::submit");
+    } catch (...) {
+      tl_cache.put(t);
+      throw;
+    }
+  }
   t->fn = std::move(fn);
   p_->push(w, t);
 }
@@ -463,6 +528,11 @@ scheduler_stats steal_scheduler::stats() const {
     x.busy_ns = w->busy.load(std::memory_order_relaxed);
     x.steals = w->steals.load(std::memory_order_relaxed);
     x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
+    x.steals_remote = w->steals_remote.load(std::memory_order_relaxed);
+    x.steals_same_node = x.steals - std::min(x.steals, x.steals_remote);
+    x.node = w->node;
+    x.hinted_bytes = w->hinted_bytes.load(std::memory_order_relaxed);
+    x.remote_bytes = w->remote_bytes.load(std::memory_order_relaxed);
     s.workers.push_back(x);
   }
   return s;
@@ -478,7 +548,23 @@ void steal_scheduler::reset_stats() {
     w->steal_attempts.store(0, std::memory_order_relaxed);
     w->fn_run.store(0, std::memory_order_relaxed);
     w->submitted.store(0, std::memory_order_relaxed);
+    w->steals_remote.store(0, std::memory_order_relaxed);
+    w->hinted_bytes.store(0, std::memory_order_relaxed);
+    w->remote_bytes.store(0, std::memory_order_relaxed);
   }
+}
+
+const topology& steal_scheduler::topo() const noexcept { return p_->topo; }
+
+int steal_scheduler::current_node() const noexcept {
+  impl::worker* w = p_->me();
+  return w ? w->node : -1;
+}
+
+int steal_scheduler::worker_node(unsigned w) const {
+  if (w >= p_->workers.size())
+    throw error("steal_scheduler::worker_node: no worker " + std::to_string(w));
+  return p_->workers[w]->node;
 }
 
 }  // namespace sinew

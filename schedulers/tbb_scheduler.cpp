@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
-
-#include <sinew/detail/clock.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
+
+#include <sinew/detail/clock.hpp>
+#include <sinew/error.hpp>
+
+#include "locality.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
@@ -34,13 +39,20 @@ void ensure_workers(unsigned n) {
 
 struct tbb_scheduler::impl {
   struct alignas(64) counters {
-    std::atomic<std::uint64_t> tasks{0}, busy{0};
+    std::atomic<std::uint64_t> tasks{0}, busy{0}, hinted{0}, remote{0};
   };
-  explicit impl(unsigned n) : threads(n), arena(int(n), 0), per_worker(new counters[n + 1]) {}
-  unsigned threads;
-  tbb::task_arena arena;
-  std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arena
-  std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0};
+  struct node_arena {
+    tbb::task_arena arena;
+    unsigned first = 0;    // index of its first worker slot in per_worker
+    unsigned threads = 0;
+  };
+
+  explicit impl(topology t) : topo(std::move(t)) {}
+  topology topo;
+  std::vector<std::unique_ptr<node_arena>> arenas;
+  unsigned threads = 0;                    // sum over the arenas
+  std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arenas
+  std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0}, rr{0};
   // Tasks enqueued and not yet finished. ~task_arena does not wait for them,
   // and they touch this object after their function returns, so the
   // destructor waits. Decremented under the lock, so the destructor cannot
@@ -49,22 +61,74 @@ struct tbb_scheduler::impl {
   std::condition_variable idle;
   std::uint64_t outstanding = 0;
 
-  counters& mine() {
-    int i = tbb::this_task_arena::current_thread_index();
-    return per_worker[(i >= 0 && unsigned(i) < threads) ? unsigned(i) : threads];
+  // The arena whose task (or loop chunk) this thread is running: a task it
+  // submits without a hint stays on that node.
+  struct in_arena {
+    const impl* owner = nullptr;
+    unsigned arena = 0;
+  };
+  static thread_local in_arena tl_in;
+  struct scope {  // sets tl_in for the duration of one task
+    in_arena saved;
+    scope(const impl* p, unsigned a) : saved(tl_in) { tl_in = {p, a}; }
+    ~scope() { tl_in = saved; }
+  };
+  int current_arena() const noexcept { return tl_in.owner == this ? int(tl_in.arena) : -1; }
+
+  void build() {
+    const std::size_t N = topo.nodes();
+    if (N == 0 || topo.total_cores() == 0) throw error("tbb_scheduler: topology has no cores");
+    // oneTBB's NUMA ids, used when they correspond one to one to the real
+    // topology's nodes (oneTBB without tbbbind reports one node, id -1).
+    std::vector<tbb::numa_node_id> ids;
+    if (!topo.synthetic() && N > 1) {
+      ids = tbb::info::numa_nodes();
+      if (ids.size() != N) ids.clear();
+    }
+    std::size_t total = 0;
+    for (std::size_t n = 0; n < N; ++n) total += std::max<std::size_t>(1, topo.cores(n).size());
+    ensure_workers(unsigned(total));  // before any arena asks for workers
+    for (std::size_t n = 0; n < N; ++n) {
+      auto a = std::make_unique<node_arena>();
+      a->first = threads;
+      a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
+      threads += a->threads;
+      if (!ids.empty()) {
+        tbb::task_arena::constraints c;
+        c.set_numa_id(ids[n]).set_max_concurrency(int(a->threads));
+        a->arena.initialize(c, 0);
+      } else {
+        a->arena.initialize(int(a->threads), 0);
+      }
+      arenas.push_back(std::move(a));
+    }
+    per_worker.reset(new counters[threads + 1]);
   }
-  void account(std::uint64_t t0) {
-    auto& c = mine();
+
+  counters& slot(unsigned a) {
+    const node_arena& A = *arenas[a];
+    const int i = tbb::this_task_arena::current_thread_index();
+    return per_worker[(i >= 0 && unsigned(i) < A.threads) ? A.first + unsigned(i) : threads];
+  }
+  void account(unsigned a, std::uint64_t t0) {
+    auto& c = slot(a);
     c.tasks.fetch_add(1, std::memory_order_relaxed);
     c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   }
+  unsigned round_robin() noexcept {
+    return arenas.size() == 1 ? 0u : unsigned(rr.fetch_add(1, std::memory_order_relaxed) % arenas.size());
+  }
 };
 
+thread_local tbb_scheduler::impl::in_arena tbb_scheduler::impl::tl_in{};
+
 tbb_scheduler::tbb_scheduler(unsigned threads)
-    : p_(std::make_unique<impl>(threads ? threads : std::max(1u, std::thread::hardware_concurrency()))) {
-  ensure_workers(p_->threads);
-  p_->arena.initialize();
+    : p_(std::make_unique<impl>(topology::synthetic(
+          1, threads ? threads : std::max(1u, std::thread::hardware_concurrency())))) {
+  p_->build();
 }
+
+tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) { p_->build(); }
 
 tbb_scheduler::~tbb_scheduler() {
   std::unique_lock<std::mutex> lk(p_->m);
@@ -72,28 +136,58 @@ tbb_scheduler::~tbb_scheduler() {
 }
 
 unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
+const topology& tbb_scheduler::topo() const noexcept { return p_->topo; }
+std::size_t tbb_scheduler::arenas() const noexcept { return p_->arenas.size(); }
+int tbb_scheduler::current_node() const noexcept { return p_->current_arena(); }
 
-void tbb_scheduler::submit(std::function<void()> fn, const locality_hint&) {
-  p_->submitted.fetch_add(1, std::memory_order_relaxed);
+void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+  if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
+  // Where: the arena of the hint's data, of the hinted node, of the
+  // submitting task, or the next one round-robin.
+  std::uint64_t hinted = 0, remote = 0;
+  int a = -1;
+  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+    thread_local std::vector<std::uint64_t> D;
+    hinted = detail::hint_bytes(hint, p->topo.nodes(), D, "tbb_scheduler::submit");
+    if (hinted != 0) {
+      a = p->arenas.size() == 1 ? 0 : detail::cheapest_node(p->topo, D, p->current_arena());
+      remote = hinted - D[std::size_t(a)];
+    }
+  }
+  if (a < 0 && hint.numa_node >= 0 && std::size_t(hint.numa_node) < p->arenas.size()) a = hint.numa_node;
+  if (a < 0) a = p->current_arena();
+  if (a < 0) a = int(p->round_robin());
+  p->submitted.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lk(p->m);
     ++p->outstanding;
   }
   struct task {  // oneTBB calls it through a const reference
     impl* p;
+    unsigned a;
+    std::uint64_t hinted, remote;
     mutable std::function<void()> fn;
     void operator()() const {
       std::uint64_t t0 = now_ns();
-      fn();
+      {
+        impl::scope in(p, a);
+        fn();
+      }
       fn = nullptr;  // release captures before the scheduler may go away
       p->run.fetch_add(1, std::memory_order_relaxed);
-      p->account(t0);
+      auto& c = p->slot(a);
+      c.tasks.fetch_add(1, std::memory_order_relaxed);
+      c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      if (hinted) {
+        c.hinted.fetch_add(hinted, std::memory_order_relaxed);
+        c.remote.fetch_add(remote, std::memory_order_relaxed);
+      }
       std::lock_guard<std::mutex> lk(p->m);
       if (--p->outstanding == 0) p->idle.notify_all();
     }
   };
-  p_->arena.enqueue(task{p, std::move(fn)});
+  p->arenas[std::size_t(a)]->arena.enqueue(task{p, unsigned(a), hinted, remote, std::move(fn)});
 }
 
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
@@ -102,17 +196,22 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
   if (grain == 0) grain = 1;
   p_->pfors.fetch_add(1, std::memory_order_relaxed);
   impl* p = p_.get();
+  int ca = p->current_arena();
+  const unsigned a = ca >= 0 ? unsigned(ca) : p->round_robin();
   auto loop = [&] {
     tbb::parallel_for(
         tbb::blocked_range<std::size_t>(0, n, grain),
         [&](const tbb::blocked_range<std::size_t>& r) {
           std::uint64_t t0 = now_ns();
-          body(r.begin(), r.end());
-          p->account(t0);
+          {
+            impl::scope in(p, a);
+            body(r.begin(), r.end());
+          }
+          p->account(a, t0);
         },
         tbb::auto_partitioner());
   };
-  p_->arena.execute(loop);  // runs in place when already inside the arena
+  p->arenas[a]->arena.execute(loop);  // runs in place when already inside the arena
 }
 
 scheduler_stats tbb_scheduler::stats() const {
@@ -120,8 +219,17 @@ scheduler_stats tbb_scheduler::stats() const {
   s.tasks_submitted = p_->submitted.load();
   s.tasks_run = p_->run.load();
   s.parallel_fors = p_->pfors.load();
-  for (unsigned i = 0; i <= p_->threads; ++i)
-    s.workers.push_back({p_->per_worker[i].tasks.load(), p_->per_worker[i].busy.load()});
+  for (unsigned i = 0; i <= p_->threads; ++i) {
+    scheduler_stats::worker w;
+    const auto& c = p_->per_worker[i];
+    w.tasks = c.tasks.load();
+    w.busy_ns = c.busy.load();
+    w.hinted_bytes = c.hinted.load();
+    w.remote_bytes = c.remote.load();
+    for (std::size_t a = 0; a < p_->arenas.size(); ++a)
+      if (i >= p_->arenas[a]->first && i < p_->arenas[a]->first + p_->arenas[a]->threads) w.node = int(a);
+    s.workers.push_back(w);
+  }
   return s;
 }
 
@@ -132,6 +240,8 @@ void tbb_scheduler::reset_stats() {
   for (unsigned i = 0; i <= p_->threads; ++i) {
     p_->per_worker[i].tasks = 0;
     p_->per_worker[i].busy = 0;
+    p_->per_worker[i].hinted = 0;
+    p_->per_worker[i].remote = 0;
   }
 }
 

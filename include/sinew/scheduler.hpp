@@ -45,6 +45,19 @@ struct scheduler_stats {
     std::uint64_t busy_ns = 0;  ///< time spent running them
     std::uint64_t steals = 0;          ///< tasks taken from another worker (work-stealing policies)
     std::uint64_t steal_attempts = 0;  ///< steals tried on victims that looked non-empty
+    /// NUMA node of the worker in the scheduler's topology (-1: the slot of
+    /// threads that are not workers, e.g. `tbb`'s callers of parallel_for).
+    int node = -1;
+    /// `steals` split by where the stolen task was queued: by a worker (or in
+    /// a queue) of the same node, or of another node.
+    std::uint64_t steals_same_node = 0;
+    std::uint64_t steals_remote = 0;
+    /// Sum of D (bytes of the task's inputs per node, from its
+    /// `locality_hint`) over the submitted tasks this worker ran that had one.
+    std::uint64_t hinted_bytes = 0;
+    /// The part of `hinted_bytes` on other nodes than `node`: bytes read
+    /// from remote memory (seed 000: what dealing minimises).
+    std::uint64_t remote_bytes = 0;
   };
   std::uint64_t tasks_submitted = 0;
   std::uint64_t tasks_run = 0;
@@ -53,6 +66,13 @@ struct scheduler_stats {
   /// Fastest worker's busy time / slowest's, over workers that ran anything
   /// (1 = perfectly balanced; seed 004's load-balance ratio).
   double load_balance() const;
+  /// Sums over the workers.
+  std::uint64_t steals_same_node() const;
+  std::uint64_t steals_remote() const;
+  std::uint64_t hinted_bytes() const;
+  std::uint64_t remote_bytes() const;
+  /// remote_bytes() / hinted_bytes() (0 when no task had a hint).
+  double remote_fraction() const;
 };
 
 class scheduler {

@@ -40,7 +40,17 @@
 /// and the time spent in them (a task run while helping inside another
 /// task's parallel_for is counted in the outer task's time, not twice),
 /// steals and steal attempts (steal operations on deques that looked
-/// non-empty; the difference is lost races).
+/// non-empty; the difference is lost races), steals split into same-node
+/// and remote (victim on another NUMA node of the topology; tasks taken from
+/// the injection queue are not steals), and the bytes of submitted tasks'
+/// `locality_hint`s read on other nodes than the worker's (`remote_bytes`;
+/// the hint never changes where a task runs under this policy).
+///
+/// NUMA: built over a `topology`, the scheduler has one worker per core of
+/// it, worker `w` on the node of its core (synthetic `N x C`: node `w / C`),
+/// pinned only on a real topology. Built with a thread count, worker `i` is
+/// on the node of the i-th usable CPU when the process topology
+/// (`topology::current()`) is real and the workers are pinned, else on node 0.
 ///
 /// Select it for the default scheduler with `SINEW_SCHEDULER=steal`.
 ///
@@ -52,10 +62,16 @@
 /// s.parallel_for(n, 1024, [&](std::size_t b, std::size_t e) { for (auto i = b; i < e; ++i) x[i] *= 2; });
 /// sinew::graph gr(tree, {.scheduler = &s});
 /// auto st = s.stats();                        // st.workers[i].steals, ...
+///
+/// sinew::steal_scheduler n(sinew::topology::parse("4x4"));  // 16 workers, 4 nodes
+/// std::vector<std::uint64_t> D = {0, 1 << 20, 0, 0};       // 1 MiB on node 1
+/// n.submit([] { work(); }, {.bytes_on_node = D});          // runs anywhere
+/// n.stats().remote_bytes();                    // 1 MiB unless a node-1 worker ran it
 /// \endcode
 #include <memory>
 
 #include <sinew/scheduler.hpp>
+#include <sinew/topology.hpp>
 
 namespace sinew {
 
@@ -65,6 +81,9 @@ class steal_scheduler final : public scheduler {
   /// the i-th CPU this process may run on (modulo their number); failures
   /// (e.g. no permission, restricted cpuset) are ignored.
   explicit steal_scheduler(unsigned threads = 0, bool pin = true);
+  /// One worker per core of `t` (see "NUMA" above). Locality hints with
+  /// `bytes_on_node` must have `t.nodes()` entries (else `sinew::error`).
+  explicit steal_scheduler(const topology& t, bool pin = true);
   ~steal_scheduler() override;
   steal_scheduler(const steal_scheduler&) = delete;
   steal_scheduler& operator=(const steal_scheduler&) = delete;
@@ -77,9 +96,17 @@ class steal_scheduler final : public scheduler {
   scheduler_stats stats() const override;
   void reset_stats() override;
 
+  /// The topology the workers were placed on.
+  const topology& topo() const noexcept;
+  /// Node of worker `w` (w < concurrency()).
+  int worker_node(unsigned w) const;
+  /// Node of the calling thread if it is one of this scheduler's workers, else -1.
+  int current_node() const noexcept;
+
   struct impl;  // public name so the implementation's helpers can use it
 
  private:
+  void start();  // launches the workers
   std::unique_ptr<impl> p_;
 };
 

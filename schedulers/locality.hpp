@@ -1,0 +1,26 @@
+#pragma once
+// Internal: what every policy needs from a `locality_hint` -- D of seed 000's
+// Algorithm 1 (bytes of the task's inputs on each NUMA node) and the node
+// where those bytes are cheapest to read -- so that `tbb`, `steal` and
+// `deal` count remote bytes the same way.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <sinew/scheduler.hpp>
+#include <sinew/topology.hpp>
+
+namespace sinew::detail {
+
+/// Fills `D` (resized to `nodes`) from `hint.bytes_on_node` if given, else
+/// from `hint.reads` (each buffer's `numa_node()` and `bytes()`; unknown -1
+/// is not counted), and returns sum(D). Throws `sinew::error` naming `who`
+/// if `bytes_on_node` has a size other than `nodes`.
+std::uint64_t hint_bytes(const locality_hint& hint, std::size_t nodes, std::vector<std::uint64_t>& D,
+                         const char* who);
+
+/// The node `i` with the least `sum_j D[j] * distance(i, j)`; ties go to
+/// `prefer` when it is among the cheapest, else to the lowest index.
+int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefer);
+
+}  // namespace sinew::detail
