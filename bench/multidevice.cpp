@@ -1,0 +1,242 @@
+// multidevice_series / multidevice_saxpy / multidevice_unbalanced: one map
+// split over several devices by the balancers of seed 001 §3.3.2.
+//
+// For each workload: each device alone, all devices under every balancer
+// (static equal shares, single-step, iterative, exhaustive 5%), and the
+// exhaustive 1% search as the optimum; RATIO lines for iterative vs that
+// optimum (target ≥ 0.95) and, for series, all devices vs the best single
+// device (target ≥ 1.0). Tuning executions process real units; how many
+// each balancer needed (and how long they took) is printed as a note.
+//
+// Devices: until the OpenCL executor lands, the two "devices" are two host
+// executors, each on a scheduler of its own with half the workers (said in
+// the output). Adding OpenCL devices is a few lines in `devices_for` below.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sinew/host_executor.hpp>
+#include <sinew/multi_device_map.hpp>
+#include <sinew/simulated_device.hpp>
+#include <sinew/sinew.hpp>
+#include <sinew/tbb_scheduler.hpp>
+#include <sinew/workloads.hpp>
+
+#include "bench.hpp"
+
+namespace {
+
+namespace sb = sinew_bench;
+namespace wl = sinew::workloads;
+using dev_list = std::vector<std::shared_ptr<sinew::device_executor>>;
+
+/// The machine's devices for one leaf `F`: two host executors of half the
+/// workers each (schedulers owned by the testbed).
+struct testbed {
+  std::unique_ptr<sinew::tbb_scheduler> a, b;
+  unsigned wa = 1, wb = 1;
+  testbed() {
+    unsigned t = std::max(2u, sb::thread_count());
+    wa = (t + 1) / 2;
+    wb = t / 2;
+    a = std::make_unique<sinew::tbb_scheduler>(wa);
+    b = std::make_unique<sinew::tbb_scheduler>(wb);
+  }
+  std::string what() const {
+    return "devices: two host executors with schedulers of their own (" + std::to_string(wa) + " and " +
+           std::to_string(wb) + " workers); no OpenCL executor yet";
+  }
+};
+
+template <class F>
+dev_list devices_for(testbed& tb, F f, sinew::map_options mo) {
+  dev_list d;
+  d.push_back(sinew::host<F>(f, mo, {.sched = tb.a.get(), .name = "host/" + std::to_string(tb.wa) + "a"}));
+  d.push_back(sinew::host<F>(f, mo, {.sched = tb.b.get(), .name = "host/" + std::to_string(tb.wb) + "b"}));
+  // OpenCL devices ("cpu" = PoCL, "gpu"): once the OpenCL executor exists,
+  // append one executor per device running this workload's kernel, e.g.
+  //   for (auto& dev : sinew::opencl::devices()) d.push_back(sinew::opencl_executor(dev, kernel_of<F>()));
+  return d;
+}
+
+struct result_times {
+  double best_single = 0, iterative = 0, optimum = 0;
+};
+
+/// Measures every configuration of one workload. `run_once(g)` runs one unit
+/// through `g`; `check` verifies the output of the last run.
+result_times drive(sb::context& ctx, const std::string& tag, const dev_list& devs,
+                   const std::function<void(sinew::graph&)>& run_once, const std::function<std::string()>& check,
+                   const std::function<void()>& poison) {
+  auto ms = [](double s) { return s * 1e3; };
+  auto measure = [&](const std::string& name, sinew::graph& g, const std::string& note) -> const sb::series& {
+    return ctx.measure({.name = tag + name,
+                        .unit = "ms/unit",
+                        .better = sb::lower,
+                        .setup = poison,
+                        .run = [&] { run_once(g); },
+                        .to_metric = ms,
+                        .check = check,
+                        .note = note});
+  };
+  result_times r;
+  r.best_single = 1e300;
+  // Each device alone.
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    sinew::balance_cache cache;
+    sinew::graph g(sinew::multi_device_map({devs[i]}, sinew::balance::static_weights({1}), {.cache = &cache}));
+    const auto& s = measure(devs[i]->name() + " alone", g, "one device");
+    if (s.stats.n) r.best_single = std::min(r.best_single, s.time.median);
+  }
+  // All devices under each balancer; tuning first (real units), then the
+  // steady state is measured.
+  std::vector<double> equal(devs.size(), 1.0);
+  struct cfg {
+    std::string name;
+    sinew::balance_policy p;
+  };
+  std::vector<cfg> cfgs = {{"all, static equal", sinew::balance::static_weights(equal)},
+                           {"all, single-step", sinew::balance::single_step()},
+                           {"all, iterative", sinew::balance::iterative()},
+                           {"all, exhaustive 5%", sinew::balance::exhaustive(0.05)},
+                           {"all, optimum (exhaustive 1%)", sinew::balance::exhaustive(0.01)}};
+  for (auto& c : cfgs) {
+    sinew::balance_cache cache;
+    sinew::node m = sinew::multi_device_map(devs, c.p, {.cache = &cache});
+    sinew::graph g(m);
+    double t0 = sb::now_seconds();
+    int runs = 0;
+    for (; !sinew::device_stats(m).tuned && runs < 20000; ++runs) {
+      if (poison) poison();
+      run_once(g);
+    }
+    double tuning_s = sb::now_seconds() - t0;
+    auto st = sinew::device_stats(m);
+    std::string w;
+    for (std::size_t i = 0; i < st.weights.size(); ++i) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%s %.1f%%", i ? ", " : "", st.devices[i].c_str(), st.weights[i]);
+      w += b;
+    }
+    ctx.note(tag + c.name + ": tuned in " + std::to_string(st.tuning_executions) + " execution(s), " +
+             sb::format_double(tuning_s * 1e3, 1) + " ms; weights " + w);
+    const auto& s = measure(c.name, g, "tuned: " + std::to_string(st.tuning_executions) + " tuning execs");
+    if (!s.stats.n) continue;
+    if (c.p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median;
+    if (c.p.kind == sinew::balance_kind::exhaustive && c.p.step < 0.02) r.optimum = s.time.median;
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------ series
+
+void run_series(sb::context& ctx) {
+  const std::size_t n = ctx.quick() ? 1000 : 10000;
+  ctx.param("coefficients", n);
+  testbed tb;
+  ctx.note(tb.what());
+  dev_list devs = devices_for(tb, wl::series{1000}, {.min_task = 1});
+  std::vector<std::vector<wl::coeff>> out;
+  const std::vector<wl::coeff> ref = wl::series_reference(n);
+  auto run_once = [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); };
+  auto check = [&]() -> std::string {
+    if (out.size() != 1 || out[0] != ref) return "series coefficients differ from the sequential reference";
+    return {};
+  };
+  auto r = drive(ctx, "", devs, run_once, check, [&] { out.clear(); });
+  if (r.iterative > 0 && r.optimum > 0)
+    ctx.ratio("multidevice_series_iterative_vs_optimum", r.optimum / r.iterative, 0.95, sb::higher,
+              "exhaustive-1% time / iterative time (medians)");
+  if (r.iterative > 0 && r.best_single < 1e300)
+    ctx.ratio("multidevice_series_all_vs_best_single", r.best_single / r.iterative, 1.0, sb::higher,
+              "best single device time / all devices (iterative) time");
+}
+
+// ------------------------------------------------------------------- saxpy
+
+void run_saxpy(sb::context& ctx) {
+  const std::size_t n = ctx.quick() ? 4'000'000 : 32'000'000;
+  ctx.param("elements", n);
+  testbed tb;
+  ctx.note(tb.what());
+  const float a = 2.5f;
+  dev_list devs = devices_for(tb, wl::saxpy{a}, {});
+  wl::saxpy_inputs in = wl::make_saxpy_inputs(n, 7);
+  std::vector<float> z(n);
+  auto run_once = [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+  auto check = [&]() -> std::string {
+    for (std::size_t k = 0; k <= 1000; ++k) {
+      std::size_t i = k == 1000 ? n - 1 : k * (n / 1000);
+      if (z[i] != a * in.x[i] + in.y[i]) return "z[" + std::to_string(i) + "] is wrong";
+    }
+    return {};
+  };
+  auto r = drive(ctx, "", devs, run_once, check, [&] { std::fill(z.begin(), z.end(), -7.0f); });
+  if (r.iterative > 0 && r.optimum > 0)
+    ctx.ratio("multidevice_saxpy_iterative_vs_optimum", r.optimum / r.iterative, 0.95, sb::higher,
+              "exhaustive-1% time / iterative time (medians)");
+}
+
+// -------------------------------------------------------------- unbalanced
+
+/// seed 001 §4.2.2: 1 flop on a zero, 1001 on a non-zero, no extra memory access.
+struct unbalanced {
+  void operator()(float x, float* y) const {
+    if (x == 0) {
+      *y = x + 1;
+      return;
+    }
+    float v = x;
+    for (int k = 0; k < 500; ++k) v = v * 0.999f + 0.001f;  // 1000 flops
+    *y = v + 1;
+  }
+};
+
+void run_unbalanced(sb::context& ctx) {
+  const std::size_t rows = ctx.quick() ? 128 : 512, cols = 256;
+  ctx.param("matrix", std::to_string(rows) + "x" + std::to_string(cols));
+  testbed tb;
+  ctx.note(tb.what() + "; zeros in the top rows");
+  dev_list devs = devices_for(tb, unbalanced{}, {});
+  sinew::array<float, 2> m(sinew::shape::d2(rows, cols)), out(sinew::shape::d2(rows, cols));
+  for (int pct : {0, 25, 50, 75, 100}) {
+    const std::size_t first = sinew::unbalanced_first_nonzero_row(rows, pct / 100.0);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) m(r, c) = r < first ? 0.0f : 0.5f + float((r + c) % 7) * 0.01f;
+    auto run_once = [&](sinew::graph& g) { g.run(sinew::from_arrays(m), sinew::into_arrays(out)).get(); };
+    auto check = [&]() -> std::string {
+      unbalanced f;
+      for (std::size_t r = 0; r < rows; r += 7)
+        for (std::size_t c = 0; c < cols; c += 13) {
+          float want;
+          f(m(r, c), &want);
+          if (out(r, c) != want) return "out(" + std::to_string(r) + ", " + std::to_string(c) + ") is wrong";
+        }
+      return {};
+    };
+    const std::string tag = "nz " + std::to_string(pct) + "%: ";
+    auto r = drive(ctx, tag, devs, run_once, check, [&] { std::fill(out.data(), out.data() + out.shape().count(), -1.0f); });
+    if (r.iterative > 0 && r.optimum > 0)
+      ctx.ratio("multidevice_unbalanced_" + std::to_string(pct) + "_iterative_vs_optimum", r.optimum / r.iterative,
+                0.95, sb::higher, "non-zero fraction " + std::to_string(pct) + "%: exhaustive-1% / iterative time");
+  }
+}
+
+const sb::registrar reg_series("multidevice_series",
+                               "Series (10000 coefficients, quick 1000) split over several devices: each device "
+                               "alone, every balancer, the exhaustive 1% optimum",
+                               run_series);
+const sb::registrar reg_saxpy("multidevice_saxpy",
+                              "saxpy (32M floats, quick 4M) split over several devices: each device alone, every "
+                              "balancer, the exhaustive 1% optimum",
+                              run_saxpy);
+const sb::registrar reg_unbalanced("multidevice_unbalanced",
+                                   "seed 001's unbalanced kernel (non-zero fraction 0/25/50/75/100%, zeros on top) "
+                                   "split over several devices under every balancer vs the exhaustive 1% optimum",
+                                   run_unbalanced);
+
+}  // namespace
