@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <sinew/detail/clock.hpp>
+
 #include "runtime.hpp"
 
 namespace sinew {
@@ -100,18 +102,44 @@ void run_future::get() {
 void run_future::cancel() { s_->request(run_state::cancelled); }
 void run_future::stop() { s_->request(run_state::stopping); }
 
+namespace {
+// End minus start of a scheduler's counters (saturating: a reset_stats in
+// between must not wrap).
+scheduler_stats delta(const scheduler_stats& a, const scheduler_stats& b) {
+  auto d = [](std::uint64_t x, std::uint64_t y) { return y > x ? y - x : 0; };
+  scheduler_stats r;
+  r.tasks_submitted = d(a.tasks_submitted, b.tasks_submitted);
+  r.tasks_run = d(a.tasks_run, b.tasks_run);
+  r.parallel_fors = d(a.parallel_fors, b.parallel_fors);
+  r.workers.resize(b.workers.size());
+  for (std::size_t i = 0; i < b.workers.size(); ++i) {
+    scheduler_stats::worker w0 = i < a.workers.size() ? a.workers[i] : scheduler_stats::worker{};
+    const auto& w1 = b.workers[i];
+    r.workers[i] = {d(w0.tasks, w1.tasks), d(w0.busy_ns, w1.busy_ns), d(w0.steals, w1.steals),
+                    d(w0.steal_attempts, w1.steal_attempts)};
+  }
+  return r;
+}
+}  // namespace
+
 run_stats run_future::stats() const {
   run_stats r;
   r.units_in = s_->units_in.load();
   r.units_out = s_->units_out.load();
   r.units_alive_max = s_->alive_max.load();
   r.units_alive = s_->alive.load();
+  r.bytes_in = s_->bytes_in.load();
   for (auto& c : s_->channels) r.capacity_total += c->cap;
   {
     std::lock_guard<std::mutex> lk(s_->done_m);
+    r.done = s_->done;
     auto end = s_->done ? s_->t1 : std::chrono::steady_clock::now();
     r.seconds = std::chrono::duration<double>(end - s_->t0).count();
+    if (s_->done) r.scheduler = delta(s_->sched_start, s_->sched_end);
   }
+  if (!r.done) r.scheduler = delta(s_->sched_start, s_->sched->stats());
+  r.latency = s_->latency.read();
+  const std::uint64_t now = detail::now_ns();
   for (auto& st : s_->stages) {
     stage_stats x;
     x.path = st->spec ? st->spec->path : s_->snk.impl().label();
@@ -122,8 +150,20 @@ run_stats run_future::stats() const {
     x.units = st->units.load();
     x.busy_ns = st->busy_ns.load();
     x.activations = st->activations.load();
+    x.bytes = st->bytes.load();
+    x.chunks = st->chunks.load();
+    x.wait_in_ns = st->wait_in_ns.load();
+    x.wait_out_ns = st->wait_out_ns.load();
+    // A wait still going on counts up to now (the live status line).
+    std::uint64_t since = st->idle_since.load();
+    if (!r.done && since && now > since) ((since & 1) ? x.wait_out_ns : x.wait_in_ns) += now - (since & ~std::uint64_t(1));
+    {
+      std::lock_guard<std::mutex> lk(st->counters_m);
+      x.counters.assign(st->counters.begin(), st->counters.end());
+    }
     r.stages.push_back(std::move(x));
   }
+  r.bytes_out = r.stages.empty() ? 0 : r.stages.back().bytes;
   return r;
 }
 

@@ -3,7 +3,10 @@
 #include "runtime.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <chrono>
+#include <optional>
 
 #include <sinew/detail/clock.hpp>
 #include <thread>
@@ -15,11 +18,97 @@
 namespace sinew::detail {
 
 namespace {
-void raise_max(std::atomic<std::size_t>& m, std::size_t v) {
-  std::size_t cur = m.load(std::memory_order_relaxed);
+template <class T>
+void raise_max(std::atomic<T>& m, T v) {
+  T cur = m.load(std::memory_order_relaxed);
   while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}
 }
+
+// Counters of serial stages have one writer at a time (activations of a
+// serial stage are ordered by `active`), so a plain load and store does:
+// no locked instruction on the per-unit path. Concurrent stages add.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t v, bool concurrent) noexcept {
+  if (concurrent) c.fetch_add(v, std::memory_order_relaxed);
+  else c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+// The stage this thread is running (for add_stage_counter).
+thread_local stage_rt* tl_stage = nullptr;
+// Traced runs only: the unit this thread is processing (for chunk events).
+thread_local std::uint64_t tl_seq = 0;
+
+struct stage_scope {
+  stage_rt* prev;
+  explicit stage_scope(stage_rt* s) noexcept : prev(tl_stage) { tl_stage = s; }
+  ~stage_scope() { tl_stage = prev; }
+};
 }  // namespace
+
+// ---------------------------------------------------------------- latency
+
+unsigned latency_histogram::bucket(std::uint64_t v) noexcept {
+  if (v < (2u << sub_bits)) return unsigned(v);  // exact below 16
+  unsigned e = unsigned(std::bit_width(v)) - 1 - sub_bits;  // v >> e is in [8, 16)
+  return ((e + 1) << sub_bits) | unsigned((v >> e) & ((1u << sub_bits) - 1));
+}
+
+std::uint64_t latency_histogram::upper(unsigned b) noexcept {
+  if (b < (2u << sub_bits)) return b;
+  unsigned e = (b >> sub_bits) - 1;
+  std::uint64_t m = (1u << sub_bits) | (b & ((1u << sub_bits) - 1));
+  return ((m + 1) << e) - 1;
+}
+
+void latency_histogram::add(std::uint64_t v) noexcept {
+  count[bucket(v)].fetch_add(1, std::memory_order_relaxed);
+  raise_max(max, v);
+}
+
+latency_stats latency_histogram::read() const {
+  std::uint64_t c[buckets], n = 0;
+  for (unsigned b = 0; b < buckets; ++b) n += c[b] = count[b].load(std::memory_order_relaxed);
+  latency_stats r;
+  r.samples = n;
+  r.max_ns = max.load(std::memory_order_relaxed);
+  if (n == 0) return r;
+  // Smallest bucket bound with at least p of the samples at or below it.
+  auto pct = [&](double p) {
+    std::uint64_t want = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(p * double(n)))), seen = 0;
+    for (unsigned b = 0; b < buckets; ++b)
+      if ((seen += c[b]) >= want) return std::min(upper(b), r.max_ns);
+    return r.max_ns;
+  };
+  r.p50_ns = pct(0.50);
+  r.p90_ns = pct(0.90);
+  r.p99_ns = pct(0.99);
+  return r;
+}
+
+// ---------------------------------------------------------------- stage scheduler
+
+void stage_scheduler::parallel_for(std::size_t n, std::size_t grain,
+                                   detail::function_ref<void(std::size_t, std::size_t)> body) {
+  stage_rt* st = &st_;
+  trace* tr = st->run->tr;
+  if (!tr) {
+    real_.parallel_for(n, grain, [&](std::size_t b, std::size_t e) {
+      stage_scope in_stage(st);
+      body(b, e);
+      st->chunks.fetch_add(1, std::memory_order_relaxed);
+    });
+    return;
+  }
+  const std::uint64_t seq = tl_seq;  // the unit the caller is processing
+  real_.parallel_for(n, grain, [&](std::size_t b, std::size_t e) {
+    stage_scope in_stage(st);
+    trace::scope ts(tr);
+    const std::uint64_t t0 = now_ns();
+    body(b, e);
+    tr->complete("chunk", st->spec ? std::string_view(st->spec->path) : std::string_view("chunk"), t0, now_ns() - t0,
+                 {{"seq", seq}, {"begin", b}, {"end", e}});
+    st->chunks.fetch_add(1, std::memory_order_relaxed);
+  });
+}
 
 // ---------------------------------------------------------------- regions
 
@@ -197,25 +286,45 @@ void stage_rt::run_chain(stage_rt* s) {
   while (s) s = s->in ? s->activation() : s->run->source_activation();
 }
 
-void stage_rt::account(std::uint64_t t0, unsigned n) {
-  std::uint64_t dt = now_ns() - t0;
+std::uint64_t stage_rt::account(std::uint64_t t0, unsigned n) {
+  const std::uint64_t t1 = now_ns();
+  std::uint64_t dt = t1 - t0;
   busy_ns.fetch_add(dt, std::memory_order_relaxed);
-  if (n == 0) return;
+  if (n == 0) return t1;
   std::uint64_t c = dt / n, old = unit_cost_ns.load(std::memory_order_relaxed);
   c = old == UINT32_MAX ? c : (3 * old + c) / 4;
   unit_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(c, UINT32_MAX - 1)), std::memory_order_relaxed);
+  return t1;
+}
+
+void stage_rt::end_wait(std::uint64_t t0) noexcept {
+  // One load per activation when nothing is pending; the exchange makes one
+  // activation of a farm account a wait, not several.
+  if (idle_since.load(std::memory_order_relaxed) == 0) return;
+  std::uint64_t s = idle_since.exchange(0, std::memory_order_relaxed);
+  if (s == 0 || t0 <= s) return;
+  ((s & 1) == wait_output ? wait_out_ns : wait_in_ns).fetch_add(t0 - (s & ~std::uint64_t(1)), std::memory_order_relaxed);
 }
 
 stage_rt* stage_rt::activation() {
   activations.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t t0 = now_ns();
+  end_wait(t0);
+  stage_scope in_stage(this);
+  std::optional<trace::scope> traced;
+  if (run->tr) [[unlikely]] traced.emplace(run->tr);
   const bool concurrent = max_active > 1;
   const unsigned batch = run->g->opts.batch ? run->g->opts.batch : 1;
   unsigned budget = batch;
+  std::uint64_t why = wait_input;
   for (;;) {
-    if (out && !out->try_reserve()) break;
+    if (out && !out->try_reserve()) {
+      why = wait_output;
+      break;
+    }
     if (!enter_regions()) {
       out->drop_reservation();  // our own slot: we recheck below
+      why = wait_output;        // the ordered window is full: back pressure
       break;
     }
     if (concurrent) inflight.fetch_add(1, std::memory_order_seq_cst);
@@ -236,8 +345,13 @@ stage_rt* stage_rt::activation() {
       return nullptr;
     }
   }
-  account(t0, batch - budget);
-  active.fetch_sub(1, std::memory_order_seq_cst);
+  const std::uint64_t t1 = account(t0, batch - budget);
+  // The stage now waits (for input or room) until its next activation; a
+  // farm waits only once its last activation has left.
+  const bool live = !eos_seen.load(std::memory_order_relaxed);
+  if (live && !concurrent) idle_since.store(t1 | why, std::memory_order_relaxed);
+  if (active.fetch_sub(1, std::memory_order_seq_cst) == 1 && live && concurrent)
+    idle_since.store(t1 | why, std::memory_order_relaxed);
   notify();  // work that arrived while we were leaving
   return leave();
 }
@@ -292,6 +406,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
   if (spec)
     for (unsigned d : spec->enter_regions) u->set_ticket(d, ticket);
   if (u->end_of_stream()) {
+    eos_seen.store(true, std::memory_order_relaxed);
     if (!concurrent) {
       forward_eos(u);  // a serial stage has passed on everything taken before it
       return;
@@ -301,12 +416,20 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     finish_one();
     return;
   }
-  if (!out) {  // sink
+  if (!out) {  // sink (serial)
     if (!run->dropping()) {
       try {
+        const std::uint64_t b = u->depth() ? u->in().bytes() : 0;
+        trace* tr = run->tr;
+        const std::uint64_t ts = tr ? now_ns() : 0;
         run->snk.impl().consume(*u);
-        units.fetch_add(1, std::memory_order_relaxed);
-        run->units_out.fetch_add(1, std::memory_order_relaxed);
+        const std::uint64_t t1 = tr || u->accepted_ns() ? now_ns() : 0;
+        if (u->accepted_ns()) run->latency.add(t1 > u->accepted_ns() ? t1 - u->accepted_ns() : 0);
+        if (tr) [[unlikely]]
+          tr->complete("sink", run->snk.impl().label(), ts, t1 - ts, {{"seq", u->seq()}});
+        bump(units, 1, false);
+        bump(bytes, b, false);
+        bump(run->units_out, 1, false);
       } catch (...) {
         run->fail(run->snk.impl().label(), std::current_exception());
       }
@@ -316,11 +439,20 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
   }
   if (!run->dropping()) {
     try {
+      const std::uint64_t b = u->in().bytes();
       for (const auto& p : spec->entry_pipelines) insert_pipeline_layers(*p, u->in(), *u);
-      exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), run->sched};
-      spec->exec->execute(a);
+      exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get()};
+      if (trace* tr = run->tr) [[unlikely]] {
+        tl_seq = u->seq();
+        const std::uint64_t ts = now_ns();
+        spec->exec->execute(a);
+        tr->complete("leaf", spec->path, ts, now_ns() - ts, {{"seq", u->seq()}});
+      } else {
+        spec->exec->execute(a);
+      }
       if (!spec->in_place) u->pop_layer();
-      units.fetch_add(1, std::memory_order_relaxed);
+      bump(units, 1, concurrent);
+      bump(bytes, b, concurrent);
     } catch (...) {
       run->fail(spec->path, std::current_exception());
     }
@@ -351,26 +483,45 @@ std::size_t unit_bound(const compiled_graph& g) {
 }
 }  // namespace
 
+channel_spec channel_for(const compiled_graph& g, std::size_t i) {
+  const auto& specs = g.stages;
+  const std::size_t n = specs.size();
+  unsigned pc = i == 0 ? 1 : specs[i - 1].concurrency;
+  unsigned cc = i < n ? specs[i].concurrency : 1;
+  std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
+                    : g.opts.capacity           ? g.opts.capacity
+                                                : std::max<std::size_t>(2, 2 * std::max(pc, cc));
+  channel_spec c{channel::kind::mpmc, cap ? cap : 1, -1};  // as channel's constructor
+  if (i > 0 && specs[i - 1].exit_region >= 0) {
+    c.k = channel::kind::reorder;
+    c.depth = specs[i - 1].exit_region;
+  } else if (pc == 1 && cc == 1) {
+    c.k = channel::kind::spsc;
+  }
+  return c;
+}
+
+const char* kind_name(channel::kind k) noexcept {
+  switch (k) {
+    case channel::kind::spsc: return "spsc";
+    case channel::kind::mpmc: return "mpmc";
+    case channel::kind::reorder: return "reorder";
+  }
+  return "?";
+}
+
 run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink k)
-    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), free_units(unit_bound(*g)) {
+    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), free_units(unit_bound(*g)), tr(g->opts.trace) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
+  if (unsigned every = g->opts.latency_every) {
+    time_latency = true;
+    latency_mask = std::bit_ceil(every) - 1;
+  }
   const auto& specs = g->stages;
   std::size_t n = specs.size();
   for (std::size_t i = 0; i <= n; ++i) {
-    unsigned pc = i == 0 ? 1 : specs[i - 1].concurrency;
-    unsigned cc = i < n ? specs[i].concurrency : 1;
-    std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
-                      : g->opts.capacity           ? g->opts.capacity
-                                                   : std::max<std::size_t>(2, 2 * std::max(pc, cc));
-    channel::kind k = channel::kind::mpmc;
-    int depth = -1;
-    if (i > 0 && specs[i - 1].exit_region >= 0) {
-      k = channel::kind::reorder;
-      depth = specs[i - 1].exit_region;
-    } else if (pc == 1 && cc == 1) {
-      k = channel::kind::spsc;
-    }
-    channels.push_back(std::make_unique<channel>(k, cap, depth));
+    channel_spec c = channel_for(*g, i);
+    channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth));
   }
   for (std::size_t i = 0; i <= n; ++i) {
     auto st = std::make_unique<stage_rt>();
@@ -379,6 +530,7 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
     st->in = channels[i].get();
     st->out = i < n ? channels[i + 1].get() : nullptr;
     st->max_active = i < n ? specs[i].concurrency : 1;
+    st->sched = std::make_unique<stage_scheduler>(*sched, *st);
     channels[i]->consumer = st.get();
     if (i < n) channels[i + 1]->producer = st.get();
     stages.push_back(std::move(st));
@@ -397,6 +549,7 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
 }
 
 run_state::~run_state() {
+  if (trace_live.exchange(false)) tr->run_ended();
   if (source_thread.joinable()) {
     if (source_thread.get_id() == std::this_thread::get_id()) source_thread.detach();
     else source_thread.join();
@@ -406,7 +559,15 @@ run_state::~run_state() {
 
 void run_state::start() {
   snk.impl().prepare(out_types, src.impl().size_hint());
+  sched_start = sched->stats();
+  if (tr) {
+    tr->run_started();
+    trace_live.store(true);
+  }
   t0 = std::chrono::steady_clock::now();
+  // Every stage waits for input from the start.
+  const std::uint64_t start_ns = now_ns();
+  for (auto& st : stages) st->idle_since.store(start_ns | wait_input, std::memory_order_relaxed);
   if (src.impl().blocking()) {
     source_thread = std::thread([self = shared_from_this()] { self->source_loop(); });
   } else {
@@ -469,11 +630,14 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
   const node_impl& root = *g->root.impl();
   work_unit* u = acquire_unit();
   bool more = false;
+  const std::uint64_t ts = tr ? now_ns() : 0;
   try {
     layer in;
     unit_builder b(in, seq, &stop_flag);
     more = src.impl().next(b);
     if (more) {
+      if (tr) [[unlikely]]
+        tr->complete("source", src.impl().label(), ts, now_ns() - ts, {{"seq", seq}});
       u->set_seq(seq);
       u->set_grain(b.grain());
       if (!root.in_place()) {
@@ -509,6 +673,7 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
           more = false;
         }
       }
+      if (more) bump(bytes_in, in.bytes(), false);  // one producer: the source
       u->push_layer(std::move(in));
     }
   } catch (...) {
@@ -519,7 +684,9 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
     release_unit(u);
     return nullptr;
   }
-  units_in.fetch_add(1, std::memory_order_relaxed);
+  bump(units_in, 1, false);
+  // Timed from here (accepted) to the sink; sampled: two clock reads.
+  if (time_latency && (seq & latency_mask) == 0) u->set_accepted_ns(now_ns());
   return u;
 }
 
@@ -532,6 +699,11 @@ void run_state::push_eos(std::uint64_t seq) {
 }
 
 void run_state::source_loop() {
+  std::optional<trace::scope> traced;
+  if (tr) {
+    traced.emplace(tr);
+    tr->name_thread("source");
+  }
   channel& c0 = *channels[0];
   std::uint64_t seq = 0;
   while (producing()) {
@@ -554,6 +726,8 @@ stage_rt* run_state::source_activation() {
   stage_rt& st = *source_stage;
   channel& c0 = *channels[0];
   const std::uint64_t t0 = now_ns();
+  std::optional<trace::scope> traced;
+  if (tr) [[unlikely]] traced.emplace(tr);
   const unsigned batch = g->opts.batch ? g->opts.batch : 1;
   unsigned budget = batch;
   while (!source_done.load(std::memory_order_relaxed) && c0.try_reserve()) {
@@ -564,7 +738,7 @@ stage_rt* run_state::source_activation() {
       break;
     }
     ++next_seq;
-    st.units.fetch_add(1, std::memory_order_relaxed);
+    bump(st.units, 1, false);
     c0.push(u);
     if (!st.cheap() || stages[0]->max_active > 1) c0.pushed();
     if (--budget == 0) {
@@ -627,11 +801,27 @@ void run_state::wake_all() {
 
 void run_state::complete() {
   t1 = std::chrono::steady_clock::now();
+  scheduler_stats end = sched->stats();
+  if (trace_live.exchange(false)) tr->run_ended();
   {
     std::lock_guard<std::mutex> lk(done_m);
+    sched_end = std::move(end);
     done = true;
   }
   done_cv.notify_all();
 }
 
 }  // namespace sinew::detail
+
+namespace sinew {
+
+void add_stage_counter(std::string_view name, double v) {
+  detail::stage_rt* st = detail::tl_stage;
+  if (!st) return;
+  std::lock_guard<std::mutex> lk(st->counters_m);
+  auto it = st->counters.find(name);
+  if (it == st->counters.end()) st->counters.emplace(std::string(name), v);
+  else it->second += v;
+}
+
+}  // namespace sinew

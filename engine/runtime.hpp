@@ -16,10 +16,46 @@
 
 #include <sinew/detail/ring.hpp>
 #include <sinew/graph.hpp>
+#include <sinew/scheduler.hpp>
+#include <sinew/trace.hpp>
 
 namespace sinew::detail {
 
 struct stage_rt;
+
+/// Unit latencies in fixed log buckets (8 per power of two), lock-free.
+struct latency_histogram {
+  static constexpr unsigned sub_bits = 3, buckets = (64 - sub_bits + 1) << sub_bits;
+  std::atomic<std::uint64_t> count[buckets] = {};
+  std::atomic<std::uint64_t> max{0};
+  static unsigned bucket(std::uint64_t v) noexcept;
+  static std::uint64_t upper(unsigned b) noexcept;  // largest value of bucket b
+  void add(std::uint64_t v) noexcept;
+  latency_stats read() const;
+};
+
+/// What a stage activation that ended was waiting for (low bit of the time
+/// stamp in stage_rt::idle_since).
+enum : std::uint64_t { wait_input = 0, wait_output = 1 };
+
+/// The scheduler a stage's leaves see: forwards to the run's scheduler and
+/// counts (and traces) the chunks maps split units into, so maps need no
+/// hook of their own.
+class stage_scheduler final : public scheduler {
+ public:
+  stage_scheduler(scheduler& real, stage_rt& st) : real_(real), st_(st) {}
+  const char* name() const noexcept override { return real_.name(); }
+  unsigned concurrency() const noexcept override { return real_.concurrency(); }
+  void submit(std::function<void()> fn, const locality_hint& hint) override { real_.submit(std::move(fn), hint); }
+  void parallel_for(std::size_t n, std::size_t grain,
+                    detail::function_ref<void(std::size_t, std::size_t)> body) override;
+  scheduler_stats stats() const override { return real_.stats(); }
+  void reset_stats() override { real_.reset_stats(); }
+
+ private:
+  scheduler& real_;
+  stage_rt& st_;
+};
 
 /// An ordered farm whose order is restored at `exit` (the outermost of those
 /// ending there): units between its entry and the reorder channel after
@@ -100,6 +136,16 @@ struct channel {
   void pushed();  // a unit arrived: wake the consumer if it may be waiting for one
 };
 
+/// Kind and capacity of channel `i` of `g` (0: source -> first stage, ...,
+/// stage_count: last stage -> sink).
+struct channel_spec {
+  channel::kind k;
+  std::size_t cap;
+  int depth;  // reorder: ticket slot
+};
+channel_spec channel_for(const compiled_graph& g, std::size_t i);
+const char* kind_name(channel::kind k) noexcept;
+
 struct stage_rt {
   run_state* run;
   const stage_spec* spec;  // null: the sink
@@ -111,14 +157,25 @@ struct stage_rt {
   // Written by this stage's activations only.
   alignas(cache_line) std::atomic<std::size_t> inflight{0};
   std::atomic<work_unit*> eos{nullptr};
-  std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0};
+  std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0}, bytes{0};
+  // Waits (see docs/observability.md): the time an activation that found no
+  // input / no room ended, with the reason in the low bit; 0 = not waiting.
+  std::atomic<std::uint64_t> idle_since{0}, wait_in_ns{0}, wait_out_ns{0};
+  std::atomic<bool> eos_seen{false};  // no waits are counted after end of stream
+  alignas(cache_line) std::atomic<std::uint64_t> chunks{0};
+  std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
+  std::mutex counters_m;
+  std::map<std::string, double, std::less<>> counters;  // add_stage_counter
   /// Moving average of the time one unit takes here (UINT32_MAX: unknown).
   std::atomic<std::uint32_t> unit_cost_ns{UINT32_MAX};
   /// Below this per-unit cost a stage defers waking its consumer to the end
   /// of its activation (see process()).
   static constexpr std::uint32_t defer_below_ns = 2000;
   bool cheap() const noexcept { return unit_cost_ns.load(std::memory_order_relaxed) < defer_below_ns; }
-  void account(std::uint64_t t0, unsigned units_done);
+  /// Adds busy time since t0; returns the time now.
+  std::uint64_t account(std::uint64_t t0, unsigned units_done);
+  /// Start of an activation at t0: ends the wait the last one began.
+  void end_wait(std::uint64_t t0) noexcept;
   alignas(cache_line) std::vector<region_rt*> admits;  // ordered regions entered here
   std::vector<region_rt*> inside;  // ordered regions containing this stage
 
@@ -193,7 +250,14 @@ struct run_state : std::enable_shared_from_this<run_state> {
   alignas(cache_line) std::atomic<std::size_t> alive{0};
   std::atomic<std::size_t> alive_max{0};
   alignas(cache_line) std::atomic<std::uint64_t> units_in{0};    // the source's
+  std::atomic<std::uint64_t> bytes_in{0};
+  std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
+  bool time_latency = false;
   alignas(cache_line) std::atomic<std::uint64_t> units_out{0};   // the sink's
+  trace* const tr;  // null: not traced
+  latency_histogram latency;
+  scheduler_stats sched_start, sched_end;  // sched_end: under done_m once done
+  std::atomic<bool> trace_live{false};
   alignas(cache_line) char pad_[1] = {};
   std::chrono::steady_clock::time_point t0, t1;
   std::thread source_thread;

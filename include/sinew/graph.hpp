@@ -173,6 +173,7 @@ class graph {
   const node& root() const;
 
  private:
+  friend std::string to_dot(const graph& g, const run_stats* annotate);
   std::shared_ptr<const detail::compiled_graph> g_;
 };
 

@@ -102,6 +102,10 @@ class work_unit {
   /// unit inside a block of `grain()` elements (Marrow's "elements per thread").
   std::size_t grain() const noexcept { return grain_; }
   void set_grain(std::size_t g) noexcept { grain_ = g ? g : 1; }
+  /// When the source produced the unit (steady clock, ns), for latency
+  /// statistics; 0 = not timed (the runtime times a sample of the units).
+  std::uint64_t accepted_ns() const noexcept { return accepted_ns_; }
+  void set_accepted_ns(std::uint64_t t) noexcept { accepted_ns_ = t; }
 
   std::size_t depth() const noexcept { return layers_.size(); }
   /// Layer `k` counted from the top (0 = input of the next leaf).
@@ -135,6 +139,7 @@ class work_unit {
     seq_ = 0;
     eos_ = false;
     grain_ = 1;
+    accepted_ns_ = 0;
     for (auto& t : tickets_) t = 0;
   }
 
@@ -160,6 +165,7 @@ class work_unit {
   std::uint64_t seq_ = 0;
   std::size_t grain_ = 1;
   bool eos_ = false;
+  std::uint64_t accepted_ns_ = 0;
   std::uint64_t tickets_[max_ordered_depth] = {};
 };
 

@@ -1,0 +1,191 @@
+// Run statistics: exact unit and byte counts per stage, waits on input and
+// output around a slow stage, queue high-water marks, unit latency, map
+// chunks, stage counters, and polling stats() while a run goes on.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "test_common.hpp"
+
+using namespace sinew;
+using namespace sinew_test;
+
+namespace {
+
+struct slow_inc {
+  void operator()(int x, int* y) const {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    *y = x + 1;
+  }
+};
+
+std::atomic<std::uint64_t> chunk_calls{0};
+struct count_chunks {
+  void operator()(chunk c, in<int> x, out<int> y) const {
+    chunk_calls.fetch_add(1);
+    for (std::size_t i = c.begin; i < c.end; ++i) y(i) = x(i) + 1;
+  }
+};
+
+struct counting_inc {
+  void operator()(int x, int* y) const {
+    add_stage_counter("seen", 1);
+    add_stage_counter("twice", 2);
+    *y = x + 1;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stats count units and bytes per stage exactly", "[stats][tsan]") {
+  const std::size_t n = 300, len = 7;
+  auto in = make_items(n, len);
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(map<inc>(), farm(map<twice>(), 3), map<inc>()));
+  auto f = g.run(in, out);
+  f.get();
+  run_stats st = f.stats();
+  const std::uint64_t bytes = n * len * sizeof(int);
+  REQUIRE(st.stages.size() == 4);  // three stages and the sink
+  for (const stage_stats& s : st.stages) {
+    INFO(s.path);
+    CHECK(s.units == n);
+    CHECK(s.bytes == bytes);
+    CHECK(s.high_water <= s.capacity);
+    CHECK(s.chunks == 0);  // units of 7 ints are never split
+  }
+  CHECK(st.bytes_in == bytes);
+  CHECK(st.bytes_out == bytes);
+  CHECK(st.done);
+  CHECK(st.units_in == n);
+  CHECK(st.units_out == n);
+}
+
+TEST_CASE("stats count the bytes of every input buffer", "[stats]") {
+  std::vector<int> a(1000, 3), b(1000, 4), s, d;
+  graph g(map<add_pair>());
+  auto f = g.run(from_arrays(a, b), into_arrays(s, d));
+  f.get();
+  run_stats st = f.stats();
+  CHECK(st.bytes_in == 2 * 1000 * sizeof(int));
+  CHECK(st.stages[0].bytes == 2 * 1000 * sizeof(int));
+  CHECK(st.bytes_out == 2 * 1000 * sizeof(int));  // the sink reads both results
+}
+
+TEST_CASE("a slow stage makes the stage before wait on output and the one after wait on input", "[stats][tsan]") {
+  const std::size_t n = 60;
+  auto in = make_items(n, 4);
+  std::vector<std::vector<int>> out;
+  tbb_scheduler s(2);
+  graph g(pipeline(map<inc>(), map<slow_inc>(), map<inc>()), {.scheduler = &s, .capacity = 2});
+  auto f = g.run(in, out);
+  f.get();
+  run_stats st = f.stats();
+  REQUIRE(st.stages.size() == 4);
+  CHECK(st.stages[0].wait_out_ns > 0);  // back pressure from the slow stage
+  CHECK(st.stages[2].wait_in_ns > 0);   // starved by the slow stage
+  CHECK(st.stages[1].busy_ns > 0);
+  for (const stage_stats& x : st.stages) {
+    INFO(x.path);
+    CHECK(x.high_water <= x.capacity);
+    CHECK(x.high_water >= 1);
+    CHECK(x.units == n);
+  }
+  REQUIRE(out.size() == n);
+  CHECK(out[5][0] == in[5][0] + 3);
+}
+
+TEST_CASE("unit latency percentiles are ordered and cover every timed unit", "[stats]") {
+  const std::size_t n = 500;
+  auto in = make_items(n, 16);
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(map<inc>(), map<twice>()), {.latency_every = 1});
+  auto f = g.run(in, out);
+  f.get();
+  latency_stats l = f.stats().latency;
+  CHECK(l.samples == n);
+  CHECK(l.p50_ns > 0);
+  CHECK(l.p50_ns <= l.p90_ns);
+  CHECK(l.p90_ns <= l.p99_ns);
+  CHECK(l.p99_ns <= l.max_ns);
+
+  // Sampled: one unit in 16 (seq 0, 16, 32, ...).
+  graph g16(pipeline(map<inc>(), map<twice>()), {.latency_every = 16});
+  auto f16 = g16.run(in, out);
+  f16.get();
+  CHECK(f16.stats().latency.samples == (n + 15) / 16);
+
+  graph g0(map<inc>(), {.latency_every = 0});
+  auto f0 = g0.run(in, out);
+  f0.get();
+  CHECK(f0.stats().latency.samples == 0);
+  CHECK(f0.stats().latency.p99_ns == 0);
+}
+
+TEST_CASE("map chunks are counted once per piece the unit was split into", "[stats][tsan]") {
+  // Units of 64 ints; a per-chunk leaf told to split them down to one element.
+  const std::size_t units = 20;
+  auto in = make_items(units, 64);
+  std::vector<std::vector<int>> out;
+  chunk_calls = 0;
+  tbb_scheduler s(2);
+  graph g(map<count_chunks>({}, {.grain = 0, .inline_below = 1, .min_task = 1}), {.scheduler = &s});
+  auto f = g.run(in, out);
+  f.get();
+  run_stats st = f.stats();
+  CHECK(st.stages[0].chunks == chunk_calls.load());
+  CHECK(st.stages[0].chunks >= units);  // at least one piece per unit
+  CHECK(st.stages[1].chunks == 0);      // the sink
+  REQUIRE(out.size() == units);
+  CHECK(out[3][10] == in[3][10] + 1);
+}
+
+TEST_CASE("stage counters sum what leaves add while the stage runs", "[stats][tsan]") {
+  const std::size_t n = 200;
+  auto in = make_items(n, 1);  // the leaf is called once per element
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(map<inc>(), farm(map<counting_inc>(), 2)));
+  auto f = g.run(in, out);
+  f.get();
+  run_stats st = f.stats();
+  CHECK(st.stages[0].counters.empty());
+  REQUIRE(st.stages[1].counters.size() == 2);
+  CHECK(st.stages[1].counters[0].first == "seen");  // sorted by name
+  CHECK(st.stages[1].counters[0].second == double(n));
+  CHECK(st.stages[1].counters[1].first == "twice");
+  CHECK(st.stages[1].counters[1].second == double(2 * n));
+  add_stage_counter("outside", 1);  // not in a stage: ignored
+  CHECK(f.stats().stages[1].counters.size() == 2);
+}
+
+TEST_CASE("stats can be polled while the run goes on", "[stats][tsan]") {
+  const std::size_t n = 400;
+  auto in = make_items(n, 4);
+  std::vector<std::vector<int>> out;
+  tbb_scheduler s(2);
+  graph g(pipeline(map<inc>(), map<slow_inc>(), map<twice>()), {.scheduler = &s, .capacity = 4});
+  auto f = g.run(in, out);
+  std::uint64_t last = 0, polls = 0;
+  bool monotonic = true;
+  while (!f.ready()) {
+    run_stats st = f.stats();
+    monotonic &= st.units_out >= last;
+    last = st.units_out;
+    CHECK(st.stages.size() == 4);
+    ++polls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  f.get();
+  run_stats st = f.stats();
+  CHECK(monotonic);
+  CHECK(polls > 0);
+  CHECK(st.done);
+  CHECK(st.units_out == n);
+  // The scheduler's counters over the run: it ran the stages' tasks.
+  CHECK(st.scheduler.tasks_run > 0);
+  CHECK(st.scheduler.workers.size() == s.stats().workers.size());
+  const run_stats again = f.stats();  // final: waits are no longer growing
+  CHECK(again.stages[2].wait_in_ns == st.stages[2].wait_in_ns);
+}
