@@ -170,19 +170,19 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
     mutable std::function<void()> fn;
     void operator()() const {
       std::uint64_t t0 = now_ns();
+      auto& c = p->slot(a);
+      if (hinted) {  // before fn: counted once a waiter sees the task done
+        c.hinted.fetch_add(hinted, std::memory_order_relaxed);
+        c.remote.fetch_add(remote, std::memory_order_relaxed);
+      }
       {
         impl::scope in(p, a);
         fn();
       }
       fn = nullptr;  // release captures before the scheduler may go away
       p->run.fetch_add(1, std::memory_order_relaxed);
-      auto& c = p->slot(a);
       c.tasks.fetch_add(1, std::memory_order_relaxed);
       c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      if (hinted) {
-        c.hinted.fetch_add(hinted, std::memory_order_relaxed);
-        c.remote.fetch_add(remote, std::memory_order_relaxed);
-      }
       std::lock_guard<std::mutex> lk(p->m);
       if (--p->outstanding == 0) p->idle.notify_all();
     }

@@ -1,0 +1,71 @@
+// mir_suite: the five programs of seed 000 paper 1 (Map, Jacobi, blocked
+// Matmul, SparseLU, Reduction; bench/mir_programs.hpp) on this machine,
+// each under every scheduling policy (steal, deal, tbb) x data placement
+// (fine, coarse, standard, auto), normalised to steal+fine as the paper's
+// Figure 7 is. Target: deal (with the auto placement) >= 0.98x steal+fine
+// on a one-node machine, where dealing can only cost overhead.
+#include <memory>
+#include <string>
+
+#include <sinew/sinew.hpp>
+
+#include "bench.hpp"
+#include "mir_programs.hpp"
+
+namespace {
+
+namespace sb = sinew_bench;
+
+// The machine's policies: over its topology when it has several NUMA nodes
+// (one worker per core), else `--threads` workers on one node.
+std::unique_ptr<sinew::scheduler> make_policy(const sinew::topology& t, const std::string& p, unsigned threads) {
+  const bool numa = t.nodes() > 1;
+  if (p == "tbb") return numa ? std::make_unique<sinew::tbb_scheduler>(t) : std::make_unique<sinew::tbb_scheduler>(threads);
+  if (p == "steal")
+    return numa ? std::make_unique<sinew::steal_scheduler>(t) : std::make_unique<sinew::steal_scheduler>(threads);
+  sinew::topology d = t;
+  if (!numa && t.total_cores() != threads) d = sinew::topology::synthetic(1, threads, {}, t.llc_bytes());
+  return std::make_unique<sinew::deal_scheduler>(d);
+}
+
+void run(sb::context& ctx) {
+  const sinew::topology topo = sinew::topology::current();
+  const unsigned threads = sb::thread_count();
+  ctx.param("topology", topo.describe());
+  ctx.param("threads", threads);
+  const mir::sizes z = ctx.quick()
+                           ? mir::sizes{48, 16 * 1024, 4u << 20, 8, 1024, 128, 4, 8, 32, 12, 32}
+                           // Paper (Figure 7): Map 48 x 1 MB, Reduction 256 MB depth 10, Jacobi
+                           // 16384^2 / 512, Matmul 4096^2 / 128, SparseLU 8192^2 / 256; scaled
+                           // to run in a few seconds per variant on 16 cores.
+                           : mir::sizes{48, 256 * 1024, 32u << 20, 10, 4096, 256, 10, 8, 96, 24, 64};
+  auto rows = mir::run_suite(ctx, topo, z, [&](const std::string& p) { return make_policy(topo, p, threads); });
+
+  for (const char* prog : {"map", "jacobi", "matmul", "sparselu", "reduction"}) {
+    const mir::row* ref = mir::find(rows, prog, "steal", "fine");
+    if (!ref || ref->median_s <= 0) continue;
+    std::string line = std::string(prog) + ": speed relative to steal+fine (t(steal+fine) / t):";
+    for (const auto& r : rows)
+      if (r.program == prog && r.median_s > 0)
+        line += " " + r.policy + "+" + r.placement + " " + sb::format_double(ref->median_s / r.median_s, 3);
+    ctx.note(line);
+    const mir::row* deal = mir::find(rows, prog, "deal", "auto");
+    if (deal && deal->median_s > 0)
+      ctx.ratio(std::string("mir_") + prog + "_deal_vs_steal", ref->median_s / deal->median_s, 0.98, sb::higher,
+                "t(steal+fine) / t(deal+auto=" + std::string(sinew::to_string(deal->effective)) + "), medians");
+  }
+  if (topo.nodes() > 1) {
+    std::string line = "remote-byte fraction (policy+placement):";
+    for (const auto& r : rows)
+      if (r.median_s > 0)
+        line += " " + r.program + "/" + r.policy + "+" + r.placement + " " + sb::format_double(r.remote_fraction, 3);
+    ctx.note(line);
+  }
+}
+
+const sb::registrar reg("mir_suite",
+                        "seed 000's Map, Jacobi, Matmul, SparseLU, Reduction as tasks with locality hints: "
+                        "policy (steal/deal/tbb) x placement (fine/coarse/standard/auto), normalised to steal+fine",
+                        run);
+
+}  // namespace
