@@ -204,7 +204,8 @@ std::string kernel_registry::closest(std::string_view name) const {
     std::size_t d = edit_distance(name, n);
     if (d < bd) bd = d, best = n;
   }
-  return best;
+  // Only a plausible typo is worth suggesting.
+  return bd <= std::max<std::size_t>(2, name.size() / 3) ? best : std::string();
 }
 
 void kernel_registry::load_plugin(const std::string& path) {

@@ -157,7 +157,8 @@ class kernel_registry {
 
   const kernel_info* find(std::string_view name) const;
   std::vector<std::string> names() const;
-  /// The registered name nearest to `name` (edit distance), "" if none.
+  /// The registered name nearest to `name` by edit distance, if it is a
+  /// plausible typo (at most max(2, size/3) edits); "" otherwise.
   std::string closest(std::string_view name) const;
   /// Checks `given` against `k`'s parameters and fills in defaults. Throws
   /// `kernel_arg_error` naming the argument.
