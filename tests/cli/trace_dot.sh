@@ -1,0 +1,30 @@
+# --trace writes valid Chrome trace JSON; dot output is accepted by Graphviz;
+# --stats prints per-stage counters; a failing sink exits 1 naming its path.
+source "$(dirname "$0")/common.sh" "$@"
+G="$SRC/graphs/image_pipeline.json"
+"$SINEW" run "$G" --set /source/count=5 --stats --trace trace.json >out.txt 2>err.txt || fail "run: $(cat err.txt)"
+grep -q "pipeline\[1\]/solarize" err.txt || fail "--stats lacks the farm stage: $(cat err.txt)"
+grep -q "^latency" err.txt || fail "--stats lacks latency: $(cat err.txt)"
+if command -v python3 >/dev/null; then
+  python3 - <<'PY' || fail "trace.json is not a valid trace"
+import json
+t = json.load(open("trace.json"))
+ev = t["traceEvents"]
+assert any(e.get("ph") == "M" for e in ev), "no thread names"
+assert sum(1 for e in ev if e.get("ph") == "X") >= 15, "too few complete events"
+PY
+fi
+"$SINEW" dot "$G" > g.dot || fail "dot failed"
+grep -q "digraph" g.dot || fail "no digraph: $(cat g.dot)"
+"$SINEW" dot --run "$G" --set /source/count=3 > g2.dot || fail "dot --run failed"
+if command -v dot >/dev/null; then
+  dot -Tsvg g.dot > g.svg || fail "graphviz rejected the DOT text"
+  dot -Tsvg g2.dot > g2.svg || fail "graphviz rejected the annotated DOT text"
+fi
+"$SINEW" run "$G" --set /source/count=3 --set '/sink={"type":"file","path":"/dev/full"}' >out.txt 2>err.txt
+rc=$?
+[[ $rc -eq 1 ]] || fail "writing to /dev/full: exit $rc, want 1: $(cat err.txt)"
+grep -q "/dev/full" err.txt || fail "the failing path is not named: $(cat err.txt)"
+"$SINEW" kernels -v | grep -q "^saxpy" || fail "kernels lacks saxpy"
+"$SINEW" devices | grep -q "^host:" || fail "devices lacks the host"
+echo "ok: trace, dot, stats, sink failure"
