@@ -39,21 +39,21 @@ void check(cl_int e, const char* what, const std::string& where) {
 
 namespace {
 
-std::string platform_str(cl_platform_id p, cl_platform_info what) {
+/// A string property through the size-then-value protocol of clGet*Info.
+template <class Get>
+std::string info_str(Get get) {
   std::size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  if (get(0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
   std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  get(n, s.data(), nullptr);
   s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
   return s;
 }
+std::string platform_str(cl_platform_id p, cl_platform_info what) {
+  return info_str([&](std::size_t n, void* v, std::size_t* r) { return clGetPlatformInfo(p, what, n, v, r); });
+}
 std::string device_str(cl_device_id d, cl_device_info what) {
-  std::size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
-  s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
-  return s;
+  return info_str([&](std::size_t n, void* v, std::size_t* r) { return clGetDeviceInfo(d, what, n, v, r); });
 }
 template <class T>
 T device_val(cl_device_id d, cl_device_info what) {
@@ -219,6 +219,12 @@ std::vector<device_info> list_devices() {
 const device_info& device::info() const {
   if (!s_) throw error("opencl: empty device handle");
   return s_->info;
+}
+
+coherence::memory_space& device::memory(memory_mode m) const {
+  if (!s_) throw error("opencl: empty device handle");
+  s_->open();
+  return s_->space(m);
 }
 
 std::string device::label() const { return s_ ? s_->label() : std::string("(no device)"); }

@@ -18,7 +18,15 @@
 #include <string_view>
 #include <vector>
 
+#include <sinew/coherence.hpp>
+
 namespace sinew::opencl {
+
+/// How a leaf holds its buffers on a device. `automatic`: mapped host memory
+/// where the device shares it (`host_unified_memory`, seed 000 paper 3),
+/// device copies otherwise. `copy`: always separate device memory with
+/// transfers (e.g. to exercise the transfer path on a CPU device).
+enum class memory_mode { automatic, copy };
 
 enum class device_kind { cpu, gpu, accelerator, other };
 
@@ -55,6 +63,9 @@ class device {
   /// "pocl:0 (cpu)".
   std::string label() const;
   const std::shared_ptr<detail::device_state>& state() const noexcept { return s_; }
+  /// The memory space leaves with memory mode `m` use on this device (its
+  /// transfer counters, its budget: `d.memory(m).set_budget(bytes)`).
+  coherence::memory_space& memory(memory_mode m) const;
   explicit operator bool() const noexcept { return s_ != nullptr; }
   friend bool operator==(const device& a, const device& b) { return a.s_ == b.s_; }
 
@@ -66,11 +77,5 @@ class device {
 /// ("pocl:0"), or a comma-separated list of those. Throws `sinew::error`
 /// naming what exists when no platform is installed or nothing matches.
 std::vector<device> select_devices(std::string_view what);
-
-/// How a leaf holds its buffers on a device. `automatic`: mapped host memory
-/// where the device shares it (`host_unified_memory`, seed 000 paper 3),
-/// device copies otherwise. `copy`: always separate device memory with
-/// transfers (e.g. to exercise the transfer path on a CPU device).
-enum class memory_mode { automatic, copy };
 
 }  // namespace sinew::opencl

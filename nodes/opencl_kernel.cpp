@@ -1,0 +1,362 @@
+// OpenCL kernel leaves and device executors (include/sinew/opencl/kernel.hpp).
+#include <sinew/opencl/kernel.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include <sinew/coherence.hpp>
+#include <sinew/pipeline.hpp>
+
+#include "../engine/opencl_device.hpp"
+
+namespace sinew::opencl {
+
+namespace {
+
+using detail::check;
+using detail::device_state;
+namespace coh = sinew::coherence;
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw error("opencl: cannot read kernel file '" + path + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool is_buffer(arg::kind k) { return k == arg::kind::input || k == arg::kind::output || k == arg::kind::inout; }
+
+std::string kernel_names(cl_program p) {
+  std::size_t n = 0;
+  clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &n);
+  std::string s(n, '\0');
+  if (n) clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, n, s.data(), nullptr);
+  s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+  std::replace(s.begin(), s.end(), ';', ' ');
+  return s.empty() ? "(none)" : s;
+}
+
+/// True when `v` (sorted, merged) covers `r`.
+bool covers(const std::vector<coh::range>& v, coh::range r) {
+  if (r.empty()) return true;
+  for (const coh::range& x : v)
+    if (x.begin <= r.begin && r.end <= x.end) return true;
+  return false;
+}
+
+/// One kernel built for one device, shared by every stage and executor that
+/// runs it there. cl_kernel objects are not safe to set arguments on from two
+/// threads, so concurrent runs take one each from a small pool.
+class compiled_kernel {
+ public:
+  compiled_kernel(const kernel_spec& s, std::shared_ptr<device_state> d, const std::string& source)
+      : s_(s), d_(std::move(d)), where_("kernel '" + s.kernel + "' of " + origin(s) + " on " + d_->label()) {
+    std::string options = s.options;
+    for (auto& [k, v] : s.defines) options += " -D" + k + (v.empty() ? "" : "=" + v);
+    program_ = detail::get_program(*d_, source, options, origin(s));
+    cl_int e = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(program_, s.kernel.c_str(), &e);
+    if (e == CL_INVALID_KERNEL_NAME)
+      throw error("opencl: " + origin(s) + " has no kernel '" + s.kernel + "' (kernels: " + kernel_names(program_) +
+                  ")");
+    check(e, "clCreateKernel", where_);
+    free_.push_back(k);
+    cl_uint nargs = 0;
+    clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, nullptr);
+    if (nargs != s.args.size())
+      throw error("opencl: " + where_ + " takes " + std::to_string(nargs) + " arguments, the leaf gives " +
+                  std::to_string(s.args.size()));
+    bool local_args = false;
+    for (auto& a : s.args) local_args |= a.kind == arg::kind::local || a.kind == arg::kind::local_per_item;
+    // Work-group size: given, else the driver's on CPUs, else a default.
+    if (s.local[0]) {
+      local_ = s.local;
+      for (auto& l : local_) l = l ? l : 1;
+      use_local_ = true;
+    } else if (d_->info.kind != device_kind::cpu || local_args) {
+      use_local_ = true;
+    }
+    if (use_local_ && local_[0] * local_[1] * local_[2] > d_->info.max_work_group)
+      throw error("opencl: " + where_ + ": work-group " + std::to_string(local_[0]) + "x" + std::to_string(local_[1]) +
+                  "x" + std::to_string(local_[2]) + " exceeds the device's " + std::to_string(d_->info.max_work_group));
+  }
+  ~compiled_kernel() {
+    for (cl_kernel k : free_) clReleaseKernel(k);
+  }
+
+  static std::string origin(const kernel_spec& s) {
+    return s.file.empty() ? std::string("<source>") : s.file;
+  }
+  const std::string& where() const { return where_; }
+  const device_state& dev() const { return *d_; }
+  /// Outermost-dimension work-group size for a unit of rank `rank`.
+  std::size_t granularity(unsigned rank) const { return use_local_ ? local_for(rank)[rank - 1] : 1; }
+
+  share_timing run(const device_share& sh, sinew::detail::exec_args& a) {
+    auto t0 = std::chrono::steady_clock::now();
+    const bool inplace = in_place();
+    const layer& in = *a.in;
+    const layer& out = *a.out;
+    bool has_out = false;
+    for (auto& x : s_.args) has_out |= x.kind == arg::kind::output;
+    if (has_out && !inplace && !(out.shape() == in.shape()))
+      throw error("output shape " + out.shape().str() + " differs from input shape " + in.shape().str());
+    const shape& shp = in.shape();
+    const unsigned rank = std::clamp(shp.rank, 1u, 3u);
+    const std::size_t outer = shp.ext[0], inner = rank == 1 ? 1 : shp.inner();
+    if (sh.begin > sh.end || sh.end > outer)
+      throw error("share [" + std::to_string(sh.begin) + ", " + std::to_string(sh.end) + ") is outside the unit " +
+                  shp.str());
+    if (shp.count() == 0 || sh.size() == 0) return {};
+
+    coherence::memory_space& space = d_->space(s_.memory);
+    const bool copies = !space.shares_host();
+    std::vector<std::optional<coh::access>> acc(s_.args.size());
+    std::vector<std::pair<buffer*, coh::range>> written;
+    cl_kernel k = take();
+    struct give_back {
+      compiled_kernel* self;
+      cl_kernel k;
+      ~give_back() { self->give(k); }
+    } gb{this, k};
+
+    unsigned in_slot = 0, out_slot = 0;
+    for (std::size_t i = 0; i < s_.args.size(); ++i) {
+      const arg::spec& x = s_.args[i];
+      cl_int e = CL_SUCCESS;
+      auto set_uint = [&](std::size_t v) {
+        cl_uint u = cl_uint(v);
+        e = clSetKernelArg(k, cl_uint(i), sizeof u, &u);
+      };
+      switch (x.kind) {
+        case arg::kind::input:
+        case arg::kind::output:
+        case arg::kind::inout: {
+          const bool is_out = x.kind == arg::kind::output;
+          const layer& l = is_out ? out : in;
+          unsigned slot = is_out ? out_slot++ : in_slot++;
+          if (slot >= l.size())
+            throw error("argument " + std::to_string(i) + " of " + where_ + " wants " + (is_out ? "output" : "input") +
+                        " buffer " + std::to_string(slot) + ", the unit's layer has " + std::to_string(l.size()));
+          buffer& b = *l[slot];
+          const std::size_t es = b.type().size;
+          if (es != x.type->size || b.count() < shp.count())
+            throw error("argument " + std::to_string(i) + " of " + where_ + ": buffer holds " +
+                        std::to_string(b.count()) + " elements of " + std::to_string(es) + " bytes, the kernel wants " +
+                        std::to_string(shp.count()) + " of " + std::to_string(x.type->size));
+          const std::size_t row = inner * es;
+          coh::range share{sh.begin * row, sh.end * row};
+          coh::range rd{}, wr{};
+          if (!is_out) {
+            rd = x.whole ? coh::range{0, outer * row}
+                         : coh::range{(sh.begin > x.halo ? sh.begin - x.halo : 0) * row,
+                                      std::min(outer, sh.end + x.halo) * row};
+            // Host code may have changed a buffer the host holds, without
+            // telling anyone: the host copy wins over device copies then.
+            if (copies && covers(coh::valid_ranges(b, 0), rd)) coh::host_write(b, rd);
+          }
+          if (x.kind != arg::kind::input) {
+            wr = share;
+            written.emplace_back(&b, wr);
+          }
+          acc[i].emplace(b, space, rd, wr);
+          cl_mem m = static_cast<cl_mem>(acc[i]->handle());
+          e = clSetKernelArg(k, cl_uint(i), sizeof m, &m);
+          break;
+        }
+        case arg::kind::scalar: e = clSetKernelArg(k, cl_uint(i), x.value.size(), x.value.data()); break;
+        case arg::kind::count: set_uint(shp.count()); break;
+        case arg::kind::cols: set_uint(shp.ext[rank - 1]); break;
+        case arg::kind::rows: set_uint(rank >= 2 ? shp.ext[rank - 2] : 1); break;
+        case arg::kind::planes: set_uint(rank == 3 ? shp.ext[0] : 1); break;
+        case arg::kind::seq: {
+          cl_ulong s = a.seq;
+          e = clSetKernelArg(k, cl_uint(i), sizeof s, &s);
+          break;
+        }
+        case arg::kind::local: e = clSetKernelArg(k, cl_uint(i), x.bytes, nullptr); break;
+        case arg::kind::local_per_item: {
+          auto l = local_for(rank);
+          e = clSetKernelArg(k, cl_uint(i), x.bytes * l[0] * l[1] * l[2], nullptr);
+          break;
+        }
+      }
+      check(e, ("clSetKernelArg(" + std::to_string(i) + ")").c_str(), where_);
+    }
+
+    std::size_t gws[3] = {1, 1, 1}, off[3] = {0, 0, 0};
+    for (unsigned d = 0; d < rank; ++d) gws[d] = shp.ext[rank - 1 - d];
+    gws[rank - 1] = sh.size();
+    off[rank - 1] = sh.begin;
+    auto l = local_for(rank);
+    if (use_local_)
+      for (unsigned d = 0; d < rank; ++d) gws[d] = (gws[d] + l[d] - 1) / l[d] * l[d];
+    cl_event ev = nullptr;
+    check(clEnqueueNDRangeKernel(d_->queue(), k, rank, off, gws, use_local_ ? l.data() : nullptr, 0, nullptr, &ev),
+          "clEnqueueNDRangeKernel", where_);
+    cl_int we = clWaitForEvents(1, &ev);
+    cl_ulong start = 0, end = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+    clReleaseEvent(ev);
+    check(we, "kernel execution", where_);
+    for (auto& x : acc) x.reset();  // unpin; mapped spaces sync to the host here
+    if (copies && !s_.keep_on_device)
+      for (auto& [b, r] : written) coh::host_read(*b, r);
+    share_timing t;
+    t.compute = end > start ? double(end - start) * 1e-9 : 0.0;
+    t.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return t;
+  }
+
+  bool in_place() const {
+    for (auto& x : s_.args)
+      if (x.kind == arg::kind::inout) return true;
+    return false;
+  }
+  sinew::detail::type_list types(bool outputs) const {
+    sinew::detail::type_list t;
+    bool inplace = in_place();
+    for (auto& x : s_.args) {
+      bool is_in = x.kind == arg::kind::input || x.kind == arg::kind::inout;
+      bool is_out = x.kind == arg::kind::output || x.kind == arg::kind::inout;
+      if (outputs ? (inplace ? is_in : is_out) : is_in) t.types.push_back(x.type);
+    }
+    return t;
+  }
+  const kernel_spec& spec() const { return s_; }
+
+ private:
+  std::array<std::size_t, 3> local_for(unsigned rank) const {
+    if (s_.local[0]) return local_;
+    switch (rank) {
+      case 1: return {64, 1, 1};
+      case 2: return {16, 16, 1};
+      default: return {8, 8, 4};
+    }
+  }
+  cl_kernel take() {
+    {
+      std::lock_guard g(m_);
+      if (!free_.empty()) {
+        cl_kernel k = free_.back();
+        free_.pop_back();
+        return k;
+      }
+    }
+    cl_int e = CL_SUCCESS;
+    cl_kernel k = clCreateKernel(program_, s_.kernel.c_str(), &e);
+    check(e, "clCreateKernel", where_);
+    return k;
+  }
+  void give(cl_kernel k) {
+    std::lock_guard g(m_);
+    free_.push_back(k);
+  }
+
+  kernel_spec s_;
+  std::shared_ptr<device_state> d_;
+  std::string where_;
+  cl_program program_ = nullptr;
+  std::array<std::size_t, 3> local_{1, 1, 1};
+  bool use_local_ = false;
+  std::mutex m_;
+  std::vector<cl_kernel> free_;
+};
+
+void validate(const kernel_spec& s) {
+  if (s.kernel.empty()) throw error("opencl: kernel leaf without a kernel name (" + compiled_kernel::origin(s) + ")");
+  if (s.file.empty() && s.source.empty()) throw error("opencl: kernel '" + s.kernel + "' has neither a file nor a source");
+  bool inout = false, output = false;
+  for (std::size_t i = 0; i < s.args.size(); ++i) {
+    const arg::spec& a = s.args[i];
+    inout |= a.kind == arg::kind::inout;
+    output |= a.kind == arg::kind::output;
+    if (is_buffer(a.kind) && !a.type)
+      throw error("opencl: argument " + std::to_string(i) + " of kernel '" + s.kernel + "' is a buffer without a type");
+    if (a.kind == arg::kind::scalar && a.value.empty())
+      throw error("opencl: argument " + std::to_string(i) + " of kernel '" + s.kernel + "' is an empty scalar");
+  }
+  if (inout && output)
+    throw error("opencl: kernel '" + s.kernel + "' both updates buffers in place and writes outputs; use one or the other");
+}
+
+std::vector<std::shared_ptr<compiled_kernel>> compile(const kernel_spec& s, bool first_only) {
+  validate(s);
+  const std::string source = s.source.empty() ? read_file(s.file) : s.source;
+  std::vector<std::shared_ptr<compiled_kernel>> out;
+  for (const device& d : select_devices(s.devices)) {
+    out.push_back(std::make_shared<compiled_kernel>(s, d.state(), source));
+    if (first_only) break;
+  }
+  return out;
+}
+
+class kernel_exec final : public sinew::detail::executable {
+ public:
+  explicit kernel_exec(std::shared_ptr<compiled_kernel> k) : k_(std::move(k)) {}
+  void execute(sinew::detail::exec_args& a) override { k_->run({0, a.in->shape().ext[0]}, a); }
+
+ private:
+  std::shared_ptr<compiled_kernel> k_;
+};
+
+class kernel_node final : public sinew::detail::node_impl {
+ public:
+  explicit kernel_node(std::shared_ptr<compiled_kernel> k) : k_(std::move(k)) {}
+  std::string label() const override { return "opencl<" + k_->spec().kernel + ">"; }
+  sinew::detail::type_list input_types() const override { return k_->types(false); }
+  sinew::detail::type_list output_types() const override { return k_->types(true); }
+  bool in_place() const override { return k_->in_place(); }
+  std::shared_ptr<sinew::detail::executable> compile_inline(const std::string&) const override {
+    return std::make_shared<kernel_exec>(k_);
+  }
+
+ private:
+  std::shared_ptr<compiled_kernel> k_;
+};
+
+class kernel_executor final : public device_executor {
+ public:
+  explicit kernel_executor(std::shared_ptr<compiled_kernel> k) : k_(std::move(k)) {}
+  std::string name() const override { return k_->dev().label(); }
+  /// The work-group size along the outermost dimension of a 2-D unit (the
+  /// common case); 1-D and 3-D units use theirs at run time.
+  std::size_t granularity() const override { return k_->granularity(2); }
+  sinew::detail::type_list input_types() const override { return k_->types(false); }
+  sinew::detail::type_list output_types() const override { return k_->types(true); }
+  bool in_place() const override { return k_->in_place(); }
+  share_timing execute(const device_share& s, sinew::detail::exec_args& a) override { return k_->run(s, a); }
+
+ private:
+  std::shared_ptr<compiled_kernel> k_;
+};
+
+}  // namespace
+
+node kernel_leaf(kernel_spec s) {
+  return node(std::make_shared<kernel_node>(compile(s, true).front()));
+}
+
+node device_pipeline(std::vector<kernel_spec> stages) {
+  if (stages.empty()) throw error("opencl: device_pipeline needs at least one kernel");
+  std::vector<node> nodes;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    stages[i].keep_on_device = i + 1 < stages.size();
+    nodes.push_back(kernel_leaf(stages[i]));
+  }
+  return pipeline(std::move(nodes));
+}
+
+std::vector<std::shared_ptr<device_executor>> kernel_executors(const kernel_spec& s) {
+  std::vector<std::shared_ptr<device_executor>> out;
+  for (auto& k : compile(s, false)) out.push_back(std::make_shared<kernel_executor>(k));
+  return out;
+}
+
+}  // namespace sinew::opencl
