@@ -1,0 +1,400 @@
+// Group kernels (issue 6): results against sequential references for many
+// range and work-group sizes under every order policy, the order rule of
+// seed 002 (Table 1, ties, nesting), the executed order of work-items,
+// divergence, composition in pipelines and farms, and errors.
+#include <catch2/catch.hpp>
+
+#include <sinew/detail/group_examples.hpp>
+#include <sinew/group_kernel.hpp>
+#include <sinew/sinew.hpp>
+
+#include <cstdint>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+using namespace sinew;
+using namespace sinew::group_examples;
+
+namespace {
+
+const order_policy all_policies[] = {order_policy::declared, order_policy::depth_first, order_policy::breadth_first,
+                                     order_policy::measured};
+
+const char* policy_name(order_policy p) {
+  switch (p) {
+    case order_policy::declared: return "declared";
+    case order_policy::depth_first: return "depth_first";
+    case order_policy::breadth_first: return "breadth_first";
+    case order_policy::measured: return "measured";
+  }
+  return "?";
+}
+
+// Small integers: every product and sum below is exact in float, so the
+// results must be equal bit for bit whatever the order of work-items.
+float small_value(std::size_t i, std::size_t salt) { return float(int((i * 7 + salt * 13) % 9) - 4); }
+
+array<float, 2> matrix(std::size_t n, std::size_t salt) {
+  array<float, 2> m(shape::d2(n, n));
+  for (std::size_t i = 0; i < n * n; ++i) m[i] = small_value(i, salt);
+  return m;
+}
+
+std::vector<float> product(const array<float, 2>& a, const array<float, 2>& b, std::size_t n) {
+  std::vector<float> c(n * n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (std::size_t k = 0; k < n; ++k) s += a(i, k) * b(k, j);
+      c[i * n + j] = s;
+    }
+  return c;
+}
+
+std::vector<float> stencil(const array<float, 2>& src) {
+  const std::size_t rows = src.shape().ext[0], cols = src.shape().ext[1];
+  auto at = [&](long y, long x) {
+    y = std::clamp<long>(y, 0, long(rows) - 1);
+    x = std::clamp<long>(x, 0, long(cols) - 1);
+    return src(std::size_t(y), std::size_t(x));
+  };
+  std::vector<float> out(rows * cols);
+  for (std::size_t y = 0; y < rows; ++y)
+    for (std::size_t x = 0; x < cols; ++x) {
+      float s = 0;
+      for (int dy = 0; dy < 3; ++dy)
+        for (int dx = 0; dx < 3; ++dx) s += StencilTile::weights[dy * 3 + dx] * at(long(y) + dy - 1, long(x) + dx - 1);
+      out[y * cols + x] = s;
+    }
+  return out;
+}
+
+template <class T>
+std::vector<T> as_vector(const array<T, 2>& a) {
+  return std::vector<T>(a.begin(), a.end());
+}
+
+// Records the order in which one group runs its loop bodies.
+struct order_log {
+  std::vector<std::array<std::size_t, 3>>* log;  // (local id, k0, k1)
+  std::size_t n = 3;
+  int mode = 0;  // 0: loop, 1: nest, 2: divergent loop (item i runs i iterations), 3: loop_where (odd items)
+  static constexpr std::array<mem_access, 1> prefers_bf{mem_access{1, 0}};  // W0 L1
+  static constexpr std::array<mem_access, 1> prefers_df{mem_access{0, 1}};  // W1 L0
+
+  void operator()(group& g, in<int> x, out<int> y) const {
+    (void)x;
+    auto rec = [this](const item& it, std::size_t k0, std::size_t k1) { log->push_back({it.lin, k0, k1}); };
+    if (mode == 0) g.loop(n, prefers_bf, [&](const item& it, std::size_t k) { rec(it, k, 0); });
+    if (mode == 1)
+      g.loop({n, n}, prefers_df, prefers_bf, [&](const item& it, std::size_t a, std::size_t b) { rec(it, a, b); });
+    if (mode == 2)
+      g.loop(n, prefers_bf, [&](const item& it, std::size_t k) {
+        if (k >= it.lin) return false;
+        rec(it, k, 0);
+        return true;
+      });
+    if (mode == 3)
+      g.loop_where([](const item& it) { return it.lin % 2 == 1; }, n, prefers_bf,
+                   [&](const item& it, std::size_t k) { rec(it, k, 0); });
+    g.each([&](const item& it) {
+      if (it.in_range()) y[it.g[0]] = int(it.lin);
+    });
+  }
+};
+
+std::vector<std::array<std::size_t, 3>> run_logged(int mode, std::size_t items, order_policy p) {
+  std::vector<std::array<std::size_t, 3>> log;
+  std::vector<int> x(items, 0), y;
+  graph g(group_kernel<order_log>(range1d{items}, order_log{&log, 3, mode}, {.order = p}));
+  g.run(from_arrays(x), into_arrays(y)).get();
+  return log;
+}
+
+std::vector<std::array<std::size_t, 3>> depth_first_order(std::size_t items, std::size_t n) {
+  std::vector<std::array<std::size_t, 3>> v;
+  for (std::size_t i = 0; i < items; ++i)
+    for (std::size_t k = 0; k < n; ++k) v.push_back({i, k, 0});
+  return v;
+}
+std::vector<std::array<std::size_t, 3>> breadth_first_order(std::size_t items, std::size_t n) {
+  std::vector<std::array<std::size_t, 3>> v;
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 0; i < items; ++i) v.push_back({i, k, 0});
+  return v;
+}
+
+// Every element becomes the sum of its work-group's in-range elements (3-D,
+// local atomics, two barriers) plus a check of the work-item ids.
+struct GroupSum3D {
+  void operator()(group& g, in<int, 3> x, out<int, 3> y) const {
+    auto sum = g.local_mem<int>(1);
+    g.each([&](const item& it) {
+      if (it.lin == 0) sum[0] = 0;
+    });
+    g.each([&](const item& it) {
+      bool ids = it.lin == (it.l[0] * g.local_size(1) + it.l[1]) * g.local_size(2) + it.l[2];
+      for (unsigned d = 0; d < 3; ++d) ids = ids && it.g[d] == g.group_id(d) * g.local_size(d) + it.l[d];
+      if (!ids) throw error("GroupSum3D: wrong work-item ids");
+      if (it.in_range()) group::atomic_add(sum[0], x(it.g[0], it.g[1], it.g[2]));
+    });
+    g.each([&](const item& it) {
+      if (it.in_range()) y(it.g[0], it.g[1], it.g[2]) = sum[0];
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("group kernel tiled matrix multiply matches the sequential product", "[group]") {
+  for (std::size_t n : {1, 5, 16, 37, 64})
+    for (std::size_t t : {1, 4, 8, 16}) {
+      auto a = matrix(n, 1), b = matrix(n, 2);
+      auto ref = product(a, b, n);
+      for (order_policy p : all_policies) {
+        INFO("n=" << n << " tile=" << t << " policy=" << policy_name(p));
+        array<float, 2> c;
+        graph g(group_kernel<TiledMM>(range2d{n, n}, range2d{t, t}, {}, {.order = p}));
+        g.run(from_arrays(a, b), into_arrays(c)).get();
+        REQUIRE(as_vector(c) == ref);
+      }
+    }
+}
+
+TEST_CASE("group kernel tree reduction with barriers matches block sums", "[group]") {
+  for (std::size_t n : {1, 7, 100, 1000, 4097})
+    for (std::size_t l : {1, 3, 8, 64, 100})
+      for (std::size_t per : {1, 4}) {
+        std::vector<std::int32_t> x(n);
+        for (std::size_t i = 0; i < n; ++i) x[i] = std::int32_t(i % 23) - 11;
+        std::size_t block = l * per, groups = (n + block - 1) / block;
+        std::vector<std::int32_t> ref(groups, 0);
+        for (std::size_t i = 0; i < n; ++i) ref[i / block] += x[i];
+        for (order_policy p : all_policies) {
+          INFO("n=" << n << " local=" << l << " per_item=" << per << " policy=" << policy_name(p));
+          std::vector<std::int32_t> partial;
+          graph g(group_kernel<TreeReduce>(range1d{l}, TreeReduce{per}, {.order = p}));
+          g.run(from_arrays(x), into_arrays(partial)).get();
+          REQUIRE(partial == ref);
+        }
+      }
+}
+
+TEST_CASE("group kernel histogram with local atomics matches the sequential count", "[group]") {
+  for (std::size_t n : {1, 1000, 5003})
+    for (std::size_t l : {1, 16, 100})
+      for (std::size_t bins : {7, 256})
+        for (std::size_t per : {1, 8}) {
+          std::vector<std::uint32_t> x(n);
+          for (std::size_t i = 0; i < n; ++i) x[i] = std::uint32_t((i * 2654435761u) >> 7);
+          std::size_t block = l * per, groups = (n + block - 1) / block;
+          std::vector<std::uint32_t> ref(groups * bins, 0);
+          for (std::size_t i = 0; i < n; ++i) ++ref[(i / block) * bins + x[i] % bins];
+          for (order_policy p : all_policies) {
+            INFO("n=" << n << " local=" << l << " bins=" << bins << " per_item=" << per << " policy=" << policy_name(p));
+            array<std::uint32_t, 2> h;
+            graph g(group_kernel<Histogram>(range1d{l}, Histogram{bins, per}, {.order = p}));
+            g.run(from_arrays(x), into_arrays(h)).get();
+            REQUIRE(h.shape() == shape::d2(groups, bins));
+            REQUIRE(as_vector(h) == ref);
+          }
+        }
+}
+
+TEST_CASE("group kernel 2-D stencil with a shared tile matches the sequential stencil", "[group]") {
+  const std::pair<std::size_t, std::size_t> sizes[] = {{1, 1}, {5, 7}, {33, 17}, {64, 64}};
+  const std::pair<std::size_t, std::size_t> locals[] = {{1, 1}, {4, 4}, {8, 16}, {16, 8}, {3, 5}};
+  for (auto [rows, cols] : sizes)
+    for (auto [ly, lx] : locals) {
+      array<float, 2> src(shape::d2(rows, cols));
+      for (std::size_t i = 0; i < rows * cols; ++i) src[i] = small_value(i, 3);
+      auto ref = stencil(src);
+      for (order_policy p : all_policies) {
+        INFO(rows << "x" << cols << " local " << ly << "x" << lx << " policy=" << policy_name(p));
+        array<float, 2> dst;
+        graph g(group_kernel<StencilTile>(range2d{ly, lx}, {}, {.order = p}));
+        g.run(from_arrays(src), into_arrays(dst)).get();
+        REQUIRE(as_vector(dst) == ref);
+      }
+    }
+}
+
+TEST_CASE("group kernel over a 3-D range sums each work-group", "[group]") {
+  const std::array<std::size_t, 3> sizes[] = {{5, 6, 7}, {4, 4, 4}, {1, 9, 2}};
+  const std::array<std::size_t, 3> locals[] = {{2, 3, 4}, {1, 1, 8}, {4, 4, 4}, {1, 1, 1}};
+  for (auto s : sizes)
+    for (auto l : locals) {
+      INFO("range " << s[0] << "x" << s[1] << "x" << s[2] << " local " << l[0] << "x" << l[1] << "x" << l[2]);
+      array<int, 3> x(shape::d3(s[0], s[1], s[2])), y;
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = int(i % 11);
+      graph g(group_kernel<GroupSum3D>(range3d{l[0], l[1], l[2]}));
+      g.run(from_arrays(x), into_arrays(y)).get();
+      for (std::size_t a = 0; a < s[0]; ++a)
+        for (std::size_t b = 0; b < s[1]; ++b)
+          for (std::size_t c = 0; c < s[2]; ++c) {
+            int want = 0;
+            for (std::size_t p = a / l[0] * l[0]; p < std::min(s[0], (a / l[0] + 1) * l[0]); ++p)
+              for (std::size_t q = b / l[1] * l[1]; q < std::min(s[1], (b / l[1] + 1) * l[1]); ++q)
+                for (std::size_t r = c / l[2] * l[2]; r < std::min(s[2], (c / l[2] + 1) * l[2]); ++r) want += x(p, q, r);
+            REQUIRE(y(a, b, c) == want);
+          }
+    }
+}
+
+TEST_CASE("group order rule picks the order of seed 002 Table 1", "[group]") {
+  using O = item_order;
+  // Rows: loop stride 0, 1, other; columns: work-item stride 0, 1, other.
+  const long s[3] = {0, 1, 5};
+  const preference table[3][3] = {{preference::none, preference::depth_first, preference::depth_first},
+                                  {preference::breadth_first, preference::none, preference::depth_first},
+                                  {preference::breadth_first, preference::breadth_first, preference::none}};
+  for (int l = 0; l < 3; ++l)
+    for (int w = 0; w < 3; ++w) {
+      INFO("loop stride " << s[l] << ", item stride " << s[w]);
+      CHECK(prefers(mem_access{s[l], s[w]}) == table[l][w]);
+      // One access alone: its preference, and depth-first where it has none.
+      CHECK(choose_order({mem_access{s[l], s[w]}}) == (table[l][w] == preference::breadth_first ? O::breadth_first : O::depth_first));
+    }
+  CHECK(classify_stride(-1) == stride_class::one);
+  CHECK(classify_stride(mem_access::any_stride) == stride_class::other);
+  // Table 2 examples: arr[k] (W0L1), arr[f(k)] (W0LX), arr[f(k)+wid] (W1LX) prefer BFO;
+  // arr[wid] (W1L0), arr[f(wid)] (WXL0), arr[f(wid)+k] (WXL1) prefer DFO.
+  CHECK(choose_order({mem_access{1, 0}}) == O::breadth_first);
+  CHECK(choose_order({mem_access{9, 0}}) == O::breadth_first);
+  CHECK(choose_order({mem_access{9, 1}}) == O::breadth_first);
+  CHECK(choose_order({mem_access{0, 1}}) == O::depth_first);
+  CHECK(choose_order({mem_access{0, 9}}) == O::depth_first);
+  CHECK(choose_order({mem_access{1, 9}}) == O::depth_first);
+  // Tally: majority wins, a tie goes to depth-first, neutral accesses do not count.
+  CHECK(choose_order({mem_access{1, 0}, mem_access{9, 1}, mem_access{0, 1}}) == O::breadth_first);
+  CHECK(choose_order({mem_access{1, 0}, mem_access{0, 1}}) == O::depth_first);
+  CHECK(choose_order({mem_access{1, 0}, mem_access{0, 1}, mem_access{1, 1}, mem_access{9, 9}}) == O::depth_first);
+  CHECK(choose_order({}) == O::depth_first);
+  // Nesting: an inner breadth-first loop makes the loops around it breadth-first.
+  CHECK(nest_position<2>({O::depth_first, O::depth_first}) == 0);
+  CHECK(nest_position<2>({O::breadth_first, O::depth_first}) == 1);
+  CHECK(nest_position<2>({O::depth_first, O::breadth_first}) == 2);
+  CHECK(nest_position<2>({O::breadth_first, O::breadth_first}) == 2);
+  // The example kernels' declared loops.
+  CHECK(choose_order(TiledMM::accesses) == O::breadth_first);
+  CHECK(choose_order(TreeReduce::accesses) == O::breadth_first);
+  CHECK(choose_order(Histogram::accesses) == O::breadth_first);
+  CHECK(nest_position<2>({choose_order(StencilTile::dy_accesses), choose_order(StencilTile::dx_accesses)}) == 2);
+}
+
+TEST_CASE("group loops run work-items in the order the policy picks", "[group]") {
+  const std::size_t items = 4, n = 3;
+  auto df = depth_first_order(items, n), bf = breadth_first_order(items, n);
+  CHECK(run_logged(0, items, order_policy::depth_first) == df);
+  CHECK(run_logged(0, items, order_policy::breadth_first) == bf);
+  CHECK(run_logged(0, items, order_policy::declared) == bf);  // the loop declares a W0 L1 access
+
+  // A 2-deep nest: outer declared depth-first, inner breadth-first -> both breadth-first.
+  std::vector<std::array<std::size_t, 3>> nest_df, nest_bf;
+  for (std::size_t i = 0; i < items; ++i)
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b) nest_df.push_back({i, a, b});
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b)
+      for (std::size_t i = 0; i < items; ++i) nest_bf.push_back({i, a, b});
+  CHECK(run_logged(1, items, order_policy::depth_first) == nest_df);
+  CHECK(run_logged(1, items, order_policy::breadth_first) == nest_bf);
+  CHECK(run_logged(1, items, order_policy::declared) == nest_bf);
+}
+
+TEST_CASE("group loops handle divergence with a predicate per work-item", "[group]") {
+  const std::size_t items = 5, n = 3;
+  // Work-item i leaves the loop at iteration i (items 3 and 4 run all 3).
+  std::vector<std::array<std::size_t, 3>> df, bf;
+  for (std::size_t i = 0; i < items; ++i)
+    for (std::size_t k = 0; k < std::min(i, n); ++k) df.push_back({i, k, 0});
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 0; i < items; ++i)
+      if (k < i) bf.push_back({i, k, 0});
+  CHECK(run_logged(2, items, order_policy::depth_first) == df);
+  CHECK(run_logged(2, items, order_policy::breadth_first) == bf);
+  // A loop in a branch only odd work-items take.
+  std::vector<std::array<std::size_t, 3>> odd_df, odd_bf;
+  for (std::size_t i = 1; i < items; i += 2)
+    for (std::size_t k = 0; k < n; ++k) odd_df.push_back({i, k, 0});
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 1; i < items; i += 2) odd_bf.push_back({i, k, 0});
+  CHECK(run_logged(3, items, order_policy::depth_first) == odd_df);
+  CHECK(run_logged(3, items, order_policy::breadth_first) == odd_bf);
+  // Every work-item leaves at once (item 0): the breadth-first loop stops early.
+  CHECK(run_logged(2, 1, order_policy::breadth_first).empty());
+}
+
+TEST_CASE("group measured policy keeps the fastest order, ties to depth-first", "[group]") {
+  static const char a = 0, b = 0, c = 0;
+  detail::group_plan p;
+  for (int round = 0; round < 2; ++round) {
+    p.record(&a, 1, 0, 1000);  // loop a: depth-first slower
+    p.record(&a, 1, 1, 600);
+    p.record(&b, 1, 0, 1000);  // loop b: within 3 % -> depth-first
+    p.record(&b, 1, 1, 990);
+    p.record(&c, 2, 0, 900);   // nest c: work-item loop between the levels wins
+    p.record(&c, 2, 1, 500);
+    p.record(&c, 2, 2, 700);
+    p.end_group();
+  }
+  CHECK_FALSE(p.decided());
+  p.decide();
+  REQUIRE(p.decided());
+  CHECK(p.decided_position(&a, 0) == 1);
+  CHECK(p.decided_position(&b, 1) == 0);
+  CHECK(p.decided_position(&c, 0) == 1);
+  static const char unseen = 0;
+  CHECK(p.decided_position(&unseen, 2) == 2);  // not measured: the declared fallback
+  CHECK(p.positions() == std::vector<unsigned>{1, 0, 1});
+}
+
+TEST_CASE("group kernels compose in pipelines and farms", "[group][tsan]") {
+  // Two reductions in a pipeline: partial sums, then their sum.
+  std::vector<std::int32_t> x(20000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::int32_t(i % 101) - 50;
+  std::vector<std::int32_t> total;
+  graph two(pipeline(group_kernel<TreeReduce>(range1d{64}, TreeReduce{4}),
+                     group_kernel<TreeReduce>(range1d{128}, TreeReduce{8})));
+  two.run(from_arrays(x), into_arrays(total)).get();
+  REQUIRE(total.size() == 1);
+  CHECK(total[0] == std::accumulate(x.begin(), x.end(), 0));
+
+  // A farm of stencils over a stream of images, measured order, concurrent calibration.
+  std::vector<array<float, 2>> imgs, outs;
+  for (std::size_t k = 0; k < 24; ++k) {
+    array<float, 2> im(shape::d2(20 + k, 31));
+    for (std::size_t i = 0; i < im.size(); ++i) im[i] = small_value(i, k);
+    imgs.push_back(im);
+  }
+  graph f(farm(group_kernel<StencilTile>(range2d{8, 8}, {}, {.order = order_policy::measured, .calibration_rounds = 1}), 3));
+  f.run(imgs, outs).get();
+  REQUIRE(outs.size() == imgs.size());
+  for (std::size_t k = 0; k < imgs.size(); ++k) REQUIRE(as_vector(outs[k]) == stencil(imgs[k]));
+}
+
+TEST_CASE("group kernel errors name the node", "[group]") {
+  CHECK_THROWS_AS(graph(group_kernel<TiledMM>(range2d{8, 8}, range1d{8})), graph_error);
+  CHECK_THROWS_AS(graph(group_kernel<TiledMM>(range2d{0, 8})), graph_error);
+  try {
+    graph g(pipeline(group_kernel<TreeReduce>(range1d{0})));
+    FAIL("no error");
+  } catch (const graph_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("group_kernel<TreeReduce>") && Catch::Contains("empty dimension"));
+  }
+  // The unit's rank differs from the work-group's.
+  std::vector<float> x(10), y;
+  graph g(group_kernel<StencilTile>(range2d{4, 4}));
+  try {
+    g.run(from_arrays(x), into_arrays(y)).get();
+    FAIL("no error");
+  } catch (const node_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("group_kernel<StencilTile>") && Catch::Contains("rank"));
+  }
+  // A kernel's own check: TiledMM wants square work-groups.
+  auto a = matrix(8, 1), b = matrix(8, 2);
+  array<float, 2> c;
+  graph mm(group_kernel<TiledMM>(range2d{4, 8}));
+  CHECK_THROWS_WITH(mm.run(from_arrays(a, b), into_arrays(c)).get(), Catch::Contains("square"));
+}
