@@ -38,6 +38,8 @@ std::string type_name(const elem_type* t) {
   return demangle(t->name);
 }
 
+}  // namespace
+
 std::string types_text(const type_list& t) {
   if (t.any) return "[any]";
   std::string s = "[";
@@ -52,6 +54,8 @@ bool same_types(const type_list& a, const type_list& b) {
     if (!a.types[i]->same_as(*b.types[i])) return false;
   return true;
 }
+
+namespace {
 
 std::string names_list(const std::vector<std::string>& v) {
   std::string s;
@@ -97,16 +101,50 @@ class reference_leaf final : public node_impl {
   node real_;
 };
 
-/// What flows on an edge while the tree is checked.
-struct flow {
-  type_list types;
-  unsigned rank = 0;  // 0 = unknown
-};
+}  // namespace
 
-struct built {
-  node real, ref;
-  flow out;
-};
+node reference_node(const kernel_info& k, const kernel_args& args) {
+  node real = k.make(args);
+  return k.reference ? node(std::make_shared<reference_leaf>(k, args, real)) : real;
+}
+
+const kernel_info& kernel_at(const json_cursor& c) {
+  std::string name = c.as_string();
+  const kernel_info* k = kernel_registry::global().find(name);
+  if (!k) {
+    auto names = kernel_registry::global().names();
+    std::string near = kernel_registry::global().closest(name);
+    c.fail("unknown kernel '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+           "; known kernels: " + names_list(names));
+  }
+  return *k;
+}
+
+kernel_args args_at(const json_cursor& c, const kernel_info& k) {
+  std::map<std::string, arg_value> given;
+  if (c.has("args")) {
+    json_cursor a = c.at("args");
+    if (!a.value().is_object()) a.fail("expected an object of kernel arguments, got " + json_kind(a.value()));
+    for (auto& [key, v] : a.value().items()) {
+      json_cursor vc = a.at(key);
+      if (v.is_boolean()) given[key] = v.get<bool>();
+      else if (v.is_number_integer() || v.is_number_unsigned()) {
+        if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)) vc.fail("integer too large");
+        given[key] = v.get<std::int64_t>();
+      } else if (v.is_number_float()) given[key] = v.get<double>();
+      else if (v.is_string()) given[key] = v.get<std::string>();
+      else vc.fail("a kernel argument is a number, a boolean or a string, got " + json_kind(v));
+    }
+  }
+  try {
+    return kernel_registry::global().bind(k, given);
+  } catch (const kernel_arg_error& e) {
+    if (!e.arg().empty() && given.count(e.arg())) c.at("args").at(e.arg()).fail(e.what());
+    c.fail(e.what());
+  }
+}
+
+namespace {
 
 /// Loop predicates a graph file can name.
 loop_predicate make_predicate(const json_cursor& c, const flow& body_out) {
@@ -133,7 +171,7 @@ loop_predicate make_predicate(const json_cursor& c, const flow& body_out) {
 
 class builder {
  public:
-  explicit builder(graph_file_state& s) : s_(s) { (void)s_; }
+  explicit builder(graph_file_state& s) : s_(s) {}
 
   built node_at(const json_cursor& c, const flow& in) {
     if (!c.value().is_object()) c.fail("expected a node object (one of pipeline, farm, map, map_reduce, for, loop), got " + json_kind(c.value()));
@@ -206,43 +244,8 @@ class builder {
     return {loop(body.real, until, max), loop(body.ref, until, max), body.out};
   }
 
-  const kernel_info& kernel_at(const json_cursor& c) {
-    std::string name = c.as_string();
-    const kernel_info* k = kernel_registry::global().find(name);
-    if (!k) {
-      auto names = kernel_registry::global().names();
-      std::string near = kernel_registry::global().closest(name);
-      c.fail("unknown kernel '" + name + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-             "; known kernels: " + names_list(names));
-    }
-    return *k;
-  }
-
-  kernel_args args_at(const json_cursor& c, const kernel_info& k) {
-    std::map<std::string, arg_value> given;
-    if (c.has("args")) {
-      json_cursor a = c.at("args");
-      if (!a.value().is_object()) a.fail("expected an object of kernel arguments, got " + json_kind(a.value()));
-      for (auto& [key, v] : a.value().items()) {
-        json_cursor vc = a.at(key);
-        if (v.is_boolean()) given[key] = v.get<bool>();
-        else if (v.is_number_integer() || v.is_number_unsigned()) {
-          if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)) vc.fail("integer too large");
-          given[key] = v.get<std::int64_t>();
-        } else if (v.is_number_float()) given[key] = v.get<double>();
-        else if (v.is_string()) given[key] = v.get<std::string>();
-        else vc.fail("a kernel argument is a number, a boolean or a string, got " + json_kind(v));
-      }
-    }
-    try {
-      return kernel_registry::global().bind(k, given);
-    } catch (const kernel_arg_error& e) {
-      if (!e.arg().empty() && given.count(e.arg())) c.at("args").at(e.arg()).fail(e.what());
-      c.fail(e.what());
-    }
-  }
-
   built leaf_at(const json_cursor& c, const flow& in, const std::string& kind) {
+    if (kind == "map" && c.at("map").value().is_object()) return opencl_map_at(c, in, s_);
     if (kind == "map") c.expect_object({"map", "args", "name", "capacity"});
     else c.expect_object({"map_reduce", "args", "reduce", "name", "capacity"}, {"reduce"});
     json_cursor kc = c.at(kind);
@@ -256,7 +259,7 @@ class builder {
     built b;
     if (kind == "map") {
       b.real = k.make(args);
-      b.ref = k.reference ? node(std::make_shared<reference_leaf>(k, args, b.real)) : k.make(args);
+      b.ref = reference_node(k, args);
       b.out.types = b.real.impl()->output_types();
       b.out.rank = in.rank;
     } else {
@@ -477,8 +480,8 @@ void scheduler_at(graph_file_state& s, const json_cursor& c) {
 
 void load_document(graph_file_state& s) {
   json_cursor root(s.doc, "", &s.origin);
-  root.expect_object({"sinew", "name", "description", "scheduler", "queue_capacity", "batch", "plugins", "source",
-                      "graph", "sink", "verify"},
+  root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch", "plugins",
+                      "source", "graph", "sink", "verify"},
                      {"sinew", "name", "source", "graph", "sink"});
   std::uint64_t v = root.at("sinew").as_uint();
   if (v != std::uint64_t(graph_file::format_version))
@@ -487,6 +490,7 @@ void load_document(graph_file_state& s) {
   s.name = root.at("name").as_string();
   if (s.name.empty()) root.at("name").fail("the name must not be empty");
   s.description = root.get_string("description", "");
+  s.devices = root.get_string("devices", "all");
   if (root.has("scheduler")) scheduler_at(s, root.at("scheduler"));
   s.capacity = std::size_t(root.get_uint("queue_capacity", 0, 0, 1u << 20));
   s.batch = unsigned(root.get_uint("batch", 256, 1, 1u << 20));

@@ -10,11 +10,13 @@
 #include <sinew/deal_scheduler.hpp>
 #include <sinew/graph_file.hpp>
 #include <sinew/io/generator.hpp>
+#include <sinew/kernel_registry.hpp>
 
 namespace sinew::detail {
 
 struct graph_file_state {
   std::string origin, base_dir;
+  std::string devices = "all";  ///< default device selection of OpenCL leaves
   nlohmann::json doc;
   std::string name, description;
 
@@ -54,5 +56,35 @@ struct graph_file_state {
 
 void load_document(graph_file_state& s);
 source make_source(const graph_file_state& s, bool replay);
+
+class json_cursor;
+
+/// What flows on an edge while the tree is checked.
+struct flow {
+  type_list types;
+  unsigned rank = 0;  ///< 0 = unknown
+};
+
+/// A node built from the file: the real one, its sequential reference, and
+/// what it writes.
+struct built {
+  node real, ref;
+  flow out;
+};
+
+/// "[f32, rgba8]" with the graph-file names of the types.
+std::string types_text(const type_list& t);
+/// Same element types (by name, not only by size).
+bool same_types(const type_list& a, const type_list& b);
+/// The registered C++ kernel named at `c` (error with the known names).
+const kernel_info& kernel_at(const json_cursor& c);
+/// `k`'s sequential reference as a leaf (the kernel's own leaf if it has none).
+node reference_node(const kernel_info& k, const kernel_args& args);
+/// The "args" object of `c` bound to `k`'s parameters.
+kernel_args args_at(const json_cursor& c, const kernel_info& k);
+
+/// A map whose "map" is an OpenCL kernel object (engine/graph_file_opencl.cpp):
+/// on one device, or split over several (and the host) by a balancer.
+built opencl_map_at(const json_cursor& c, const flow& in, graph_file_state& s);
 
 }  // namespace sinew::detail

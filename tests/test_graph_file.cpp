@@ -61,6 +61,8 @@ std::vector<std::string> small(const std::string& name) {
   if (name == "image_pipeline.json") return {"/source/shape=[64,48]", "/source/count=6"};
   if (name == "nbody.json") return {"/source/bodies=128", "/graph/iterations=3"};
   if (name == "stream_farm.json") return {"/source/shape/0=4096", "/source/count=40"};
+  if (name == "opencl_saxpy.json") return {"/source/shape/0=10000", "/source/count=3"};
+  if (name == "multi_device_series.json") return {"/source/shape/0=200", "/source/count=3"};
   return {};
 }
 
@@ -333,4 +335,31 @@ TEST_CASE("kernel_registry: arguments are converted, defaulted and range checked
   CHECK(k->inputs.types.size() == 1);
   CHECK(k->rank == 0);
   CHECK(reg.find("mirror")->rank == 2);
+}
+
+TEST_CASE("graph files: an OpenCL map split over the host and an OpenCL device equals the C++ map", "[json][opencl]") {
+  auto f = sinew::graph_file::load(src_dir + "/graphs/multi_device_series.json",
+                                   {"/source/shape/0=300", "/source/count=4", "/graph/devices=[\"host\", \"cpu\"]"});
+  CHECK(f.root().label() == "multi_device_map");
+  auto r = run_file(f);
+  CHECK(r.verify.ok());
+  CHECK(r.verify.units == 4);
+
+  // OpenCL errors name the place: a kernel that does not build, a missing file.
+  auto e = load_error(R"({"sinew": 1, "name": "t",
+    "source": {"type": "generator", "buffers": ["f32"], "shape": [16], "count": 1},
+    "graph": {"map": {"source": "__kernel void k(__global float* x) { x[0] = undefined_thing; }", "kernel": "k",
+                      "args": [{"inout": "f32"}]}},
+    "sink": {"type": "null"}})");
+  CHECK(e.pointer() == "/graph/map");
+  CHECK(std::string(e.what()).find("undefined_thing") != std::string::npos);  // the build log
+  auto m = load_error(R"({"sinew": 1, "name": "t",
+    "source": {"type": "generator", "buffers": ["f32"], "shape": [16], "count": 1},
+    "graph": {"map": {"file": "no_such.cl", "kernel": "k", "args": []}}, "sink": {"type": "null"}})");
+  CHECK(m.pointer() == "/graph/map/file");
+  auto d = load_error(R"({"sinew": 1, "name": "t",
+    "source": {"type": "generator", "buffers": ["f32"], "shape": [16], "count": 1},
+    "graph": {"map": {"source": "__kernel void k(__global float* x) { }", "kernel": "k", "args": [{"inout": "f32"}]},
+              "devices": "accelerator"}, "sink": {"type": "null"}})");
+  CHECK(d.pointer() == "/graph/devices");
 }

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <sinew/error.hpp>
+#include <sinew/host_executor.hpp>
 #include <sinew/map.hpp>
 #include <sinew/map_reduce.hpp>
 #include <sinew/node.hpp>
@@ -123,6 +124,9 @@ struct kernel_info {
   std::vector<kernel_param> params;
   /// Builds the leaf (a map over the functor).
   std::function<node(const kernel_args&)> make;
+  /// The same functor as a device of a multi-device map (the host's share);
+  /// empty if the kernel cannot run on part of a unit.
+  std::function<std::shared_ptr<device_executor>(const kernel_args&)> make_host;
   /// Builds a map_reduce over the functor with a named combiner ("sum",
   /// "min", "max", "prod"); empty if the kernel cannot be reduced.
   std::function<node(const kernel_args&, const std::string& op)> make_reduce;
@@ -228,6 +232,7 @@ void kernel_registry::add_map(std::string name, std::string doc, std::vector<ker
   k.rank = rank;
   k.reference = std::move(reference);
   k.make = [make, opt](const kernel_args& a) { return sinew::map<F>(make(a), opt); };
+  k.make_host = [make, opt](const kernel_args& a) { return sinew::host<F>(make(a), opt); };
   if constexpr (detail::single_output<F>::ok) {
     using S = detail::leaf_sig<F>;
     using R = typename S::template tr<detail::single_output<F>::pos>::elem;
