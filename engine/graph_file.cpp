@@ -582,6 +582,7 @@ source_kind graph_file::source_type() const { return s_->skind; }
 const io::record_layout& graph_file::source_layout() const { return s_->layout; }
 const std::string& graph_file::sink_type() const { return s_->sink_type; }
 double graph_file::tolerance() const { return s_->tolerance; }
+const std::vector<std::pair<std::string, node>>& graph_file::device_maps() const { return s_->device_maps; }
 std::optional<std::uint64_t> graph_file::unit_count() const { return s_->count; }
 
 bool graph_file::replayable() const {

@@ -227,6 +227,7 @@ built opencl_map_at(const json_cursor& c, const flow& in, graph_file_state& s) {
     balance_policy p = c.has("balance") ? balance_at(c.at("balance")) : balance::iterative();
     try {
       b.real = multi_device_map(execs, p);
+      s.device_maps.emplace_back(c.pointer(), b.real);
     } catch (const error& e) {
       c.fail(e.what());
     }

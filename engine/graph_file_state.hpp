@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +54,9 @@ struct graph_file_state {
 
   // "verify"
   double tolerance = 0;
+
+  /// Multi-device maps of the tree and their JSON pointers (for --stats).
+  std::vector<std::pair<std::string, node>> device_maps;
 };
 
 void load_document(graph_file_state& s);

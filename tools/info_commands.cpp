@@ -8,6 +8,7 @@
 #include <sinew/graph_file.hpp>
 #include <sinew/io/type_names.hpp>
 #include <sinew/kernel_registry.hpp>
+#include <sinew/opencl/platform.hpp>
 #include <sinew/topology.hpp>
 
 #include <cinttypes>
@@ -121,6 +122,13 @@ int devices() {
     }
     std::printf("\n");
   }
+  auto devs = sinew::opencl::list_devices();
+  if (devs.empty()) std::printf("OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)\n");
+  for (const auto& d : devs)
+    std::printf("%-10s %-5s %s (%s, %s), %u compute units, %zu MiB global, %zu KiB local, max work-group %zu%s\n",
+                d.id.c_str(), sinew::opencl::to_string(d.kind), d.name.c_str(), d.platform.c_str(),
+                d.driver_version.c_str(), d.compute_units, d.global_mem >> 20, d.local_mem >> 10, d.max_work_group,
+                d.host_unified_memory ? ", shares host memory" : "");
   return exit_ok;
 }
 

@@ -7,6 +7,7 @@
 #include <sinew/dot.hpp>
 #include <sinew/graph.hpp>
 #include <sinew/graph_file.hpp>
+#include <sinew/multi_device_map.hpp>
 #include <sinew/trace.hpp>
 
 #include <unistd.h>
@@ -211,7 +212,11 @@ int run_file(const run_options& o) {
   if (code == exit_ok && !cancelled && f.sink_type() == "checksum")
     std::printf("checksum=%016" PRIx64 " units=%" PRIu64 " bytes=%" PRIu64 "\n", sum->value, sum->units, sum->bytes);
   std::fflush(stdout);
-  if (o.stats) print_stats(st);
+  if (o.stats) {
+    print_stats(st);
+    for (const auto& [ptr, n] : f.device_maps())
+      std::fprintf(stderr, "%s: %s\n", ptr.c_str(), sinew::device_stats(n).str().c_str());
+  }
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
   std::fprintf(stderr,
                "sinew: %s: %s units_in=%" PRIu64 " units_out=%" PRIu64 " bytes_in=%" PRIu64 " bytes_out=%" PRIu64

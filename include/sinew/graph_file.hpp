@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <sinew/error.hpp>
@@ -124,6 +125,10 @@ class graph_file {
 
   /// Relative tolerance of `--verify` for floating-point outputs (0 = exact).
   double tolerance() const;
+
+  /// The maps split over several devices, with their JSON pointers (their
+  /// `device_stats` say how units were shared).
+  const std::vector<std::pair<std::string, node>>& device_maps() const;
 
  private:
   friend const detail::graph_file_state& detail::state_of(const graph_file& f);

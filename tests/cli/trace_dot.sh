@@ -28,3 +28,8 @@ grep -q "/dev/full" err.txt || fail "the failing path is not named: $(cat err.tx
 "$SINEW" kernels -v | grep -q "^saxpy" || fail "kernels lacks saxpy"
 "$SINEW" devices | grep -q "^host:" || fail "devices lacks the host"
 echo "ok: trace, dot, stats, sink failure"
+# --progress prints periodic plain status lines when stderr is not a terminal.
+"$SINEW" run "$SRC/graphs/image_pipeline.json" --set /source/count=12 --progress --progress-interval 0.05 \
+  --set '/graph/pipeline/2={"map":"mirror"}' >out.txt 2>err.txt || fail "run --progress: $(cat err.txt)"
+grep -q "^sinew: progress: \[#* *\] *[0-9]*% .*units/s .*MB/s .*queues" err.txt || fail "no progress lines: $(cat err.txt)"
+echo "ok: progress lines"
