@@ -106,7 +106,7 @@ struct deal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};
   alignas(64) std::atomic<bool> stopping{false};
   alignas(64) std::atomic<std::uint64_t> rr{0};  // round-robin node of outside threads
-  std::atomic<std::uint64_t> ext_submitted{0}, ext_kept_local{0}, pfors{0};
+  std::atomic<std::uint64_t> ext_submitted{0}, ext_kept_local{0}, pfors{0}, pfors_inline{0}, wakeups{0};
 
   static thread_local worker* tl_worker;
 
@@ -184,7 +184,7 @@ struct deal_scheduler::impl {
     detail::seq_cst_fence();  // P2
     if (Q.sleepers.load(std::memory_order_relaxed) != 0) {  // P3
       Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      futex_wake(Q.wake_epoch, 1);                           // P5
+      count_wakes(futex_wake(Q.wake_epoch, 1));              // P5
       return;
     }
     if (Q.loop_waiters.load(std::memory_order_relaxed) != 0) {
@@ -198,10 +198,39 @@ struct deal_scheduler::impl {
       if (!may_steal(n, q, len)) continue;
       if (T.sleepers.load(std::memory_order_relaxed) != 0) {
         T.wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-        futex_wake(T.wake_epoch, 1);
+        count_wakes(futex_wake(T.wake_epoch, 1));
         return;
       }
     }
+  }
+
+  void count_wakes(int k) noexcept {
+    if (k > 0) wakeups.fetch_add(std::uint64_t(k), std::memory_order_relaxed);
+  }
+
+  // Map dispatch: `m` tasks were pushed to q at once (queue length `len`).
+  // One system call wakes up to m sleepers of q; with none asleep there,
+  // the single-push rule applies (a loop waiter of q, or a near node the
+  // threshold lets steal).
+  void announce_work_n(int q, std::size_t m, std::size_t len) noexcept {
+    node_queue& Q = *nodes[std::size_t(q)];
+    detail::seq_cst_fence();                                         // P2
+    const std::uint32_t s = Q.sleepers.load(std::memory_order_relaxed);  // P3
+    if (s != 0) {
+      Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);          // P4
+      count_wakes(futex_wake(Q.wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
+      return;
+    }
+    announce_work(q, len);
+  }
+
+  // Pushes tasks [first, last) to q in one step; returns the queue length.
+  std::size_t push_all(int q, task* const* first, task* const* last) {
+    node_queue& Q = *nodes[std::size_t(q)];
+    std::lock_guard<std::mutex> lk(Q.m);
+    for (; first != last; ++first) Q.q.push_front(*first);
+    Q.size.store(Q.q.size(), std::memory_order_relaxed);
+    return Q.q.size();
   }
 
   void announce_loop_done() noexcept {
@@ -341,15 +370,7 @@ struct deal_scheduler::impl {
       push(w.node, r);
       e = mid;
     }
-    try {
-      L->body(b, e);
-    } catch (...) {
-      bool expected = false;
-      if (L->failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
-        L->error = std::current_exception();
-    }
-    if (L->remaining.fetch_sub(e - b, std::memory_order_acq_rel) == e - b)
-      announce_loop_done();  // L may be gone now
+    if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
   }
 
   // Exponential back-off step `d` (ns): short ones spin, longer ones sleep.
@@ -627,20 +648,56 @@ void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                   detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
-  p_->pfors.fetch_add(1, std::memory_order_relaxed);
+  impl& p = *p_;
+  p.pfors.fetch_add(1, std::memory_order_relaxed);
+  impl::worker* w = p.me();
   loop_ctx L(body, grain, n);
-  task* root = tl_cache.get();
-  root->loop = &L;
-  root->b = 0;
-  root->e = n;
-  if (impl::worker* w = p_->me()) {
-    root->submitter = int(w->index);
-    p_->run_task(*w, root);  // splits onto our node's queue, runs the leftmost block
-    p_->help_until_done(*w, L);
+  // Map dispatch (worker_common.hpp, seed 004 Section 3.3), over the
+  // workers of one node: the blocks go to the caller's node queue (an
+  // outside caller's: round-robin), where Algorithm 2 lets other nodes
+  // steal only past its threshold.
+  const int q = w ? w->node : p.outside_node();
+  const std::size_t node_workers = std::max<std::size_t>(1, p.topo.cores(std::size_t(q)).size());
+  const std::size_t chunks = workers::chunk_count(n, grain);
+  std::size_t b = 0;
+  bool inline_all = chunks == 1;
+  if (!inline_all && chunks >= workers::probe_factor * node_workers) {
+    const std::uint64_t t0 = now_ns();
+    L.run_leaf(0, grain);  // the first chunk, timed
+    b = grain;
+    inline_all = (now_ns() - t0) * (chunks - 1) < workers::inline_ns;
+  }
+  if (inline_all) {
+    const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
+    L.run_inline(b, n);
+    p.pfors_inline.fetch_add(1, std::memory_order_relaxed);
+    if (w) {
+      w->tasks.fetch_add(1, std::memory_order_relaxed);
+      if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    }
   } else {
-    root->submitter = -1;
-    p_->push(p_->outside_node(), root);
-    p_->wait_outside(L);
+    const std::size_t parts = std::min(workers::chunk_count(n - b, grain), node_workers);
+    const std::size_t first_pushed = w ? 1 : 0;
+    std::vector<task*> segs;
+    segs.reserve(parts);
+    for (std::size_t i = 0; i < parts; ++i) {
+      task* t = tl_cache.get();
+      t->loop = &L;
+      t->b = workers::segment_begin(b, n, parts, i);
+      t->e = workers::segment_begin(b, n, parts, i + 1);
+      t->submitter = w ? int(w->index) : -1;
+      segs.push_back(t);
+    }
+    if (parts > first_pushed) {
+      const std::size_t len = p.push_all(q, segs.data() + first_pushed, segs.data() + parts);
+      p.announce_work_n(q, parts - first_pushed, len);
+    }
+    if (w) {
+      p.run_task(*w, segs[0]);  // halves onto our node's queue, runs the leftmost block
+      p.help_until_done(*w, L);
+    } else {
+      p.wait_outside(L);
+    }
   }
   if (L.error) std::rethrow_exception(L.error);
 }
@@ -649,6 +706,8 @@ scheduler_stats deal_scheduler::stats() const {
   scheduler_stats s;
   s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
   s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
+  s.parallel_fors_inline = p_->pfors_inline.load(std::memory_order_relaxed);
+  s.wakeups = p_->wakeups.load(std::memory_order_relaxed);
   for (const auto& w : p_->workers) {
     s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
     s.tasks_run += w->fn_run.load(std::memory_order_acquire);
@@ -692,6 +751,8 @@ void deal_scheduler::reset_stats() {
   p_->ext_submitted.store(0, std::memory_order_relaxed);
   p_->ext_kept_local.store(0, std::memory_order_relaxed);
   p_->pfors.store(0, std::memory_order_relaxed);
+  p_->pfors_inline.store(0, std::memory_order_relaxed);
+  p_->wakeups.store(0, std::memory_order_relaxed);
   for (auto& Q : p_->nodes)
     for (std::size_t j = 0; j < p_->N; ++j) {
       Q->dealt[j].store(0, std::memory_order_relaxed);

@@ -109,7 +109,7 @@ struct steal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_waiters{0};    // outside threads in parallel_for
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};      // their futex word
   alignas(64) std::atomic<bool> stopping{false};
-  std::atomic<std::uint64_t> ext_submitted{0}, pfors{0};
+  std::atomic<std::uint64_t> ext_submitted{0}, pfors{0}, pfors_inline{0}, wakeups{0};
 
   static thread_local worker* tl_worker;
 
@@ -172,10 +172,30 @@ struct steal_scheduler::impl {
     detail::seq_cst_fence();  // P2
     if (sleepers.load(std::memory_order_relaxed) != 0) {  // P3
       wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      futex_wake(wake_epoch, 1);                           // P5
+      count_wakes(futex_wake(wake_epoch, 1));              // P5
     } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
       loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(loop_epoch, 1);
+    }
+  }
+
+  void count_wakes(int k) noexcept {
+    if (k > 0) wakeups.fetch_add(std::uint64_t(k), std::memory_order_relaxed);
+  }
+
+  // After pushing `m` tasks at once (map dispatch): P2..P5 of the sleep
+  // protocol with one system call waking up to m sleepers. Every registered
+  // sleeper is woken when there are fewer than m; a task no one was woken
+  // for is found by a looking worker, or by the loop's caller, who helps.
+  void announce_work(std::size_t m) noexcept {
+    detail::seq_cst_fence();  // P2
+    const std::uint32_t s = sleepers.load(std::memory_order_relaxed);  // P3
+    if (s != 0) {
+      wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
+      count_wakes(futex_wake(wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
+    } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
+      loop_epoch.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(loop_epoch, int(std::min<std::size_t>(m, INT_MAX)));
     }
   }
 
@@ -282,24 +302,18 @@ struct steal_scheduler::impl {
     loop_ctx* L = t->loop;
     std::size_t b = t->b, e = t->e;
     tl_cache.put(t);
+    // The halves wake no one: the dispatch woke the workers the loop can
+    // use, and a worker looks at every deque before it sleeps.
     while (e - b > L->grain) {
       std::size_t mid = b + (e - b) / 2;
       task* r = tl_cache.get();
       r->loop = L;
       r->b = mid;
       r->e = e;
-      push(&w, r);
+      w.dq.push(r);
       e = mid;
     }
-    try {
-      L->body(b, e);
-    } catch (...) {
-      bool expected = false;
-      if (L->failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
-        L->error = std::current_exception();
-    }
-    if (L->remaining.fetch_sub(e - b, std::memory_order_acq_rel) == e - b)
-      announce_loop_done();  // L may be gone now
+    if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
   }
 
   // A worker waits for its loop: it runs whatever it can find meanwhile.
@@ -500,18 +514,54 @@ void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
-  p_->pfors.fetch_add(1, std::memory_order_relaxed);
+  impl& p = *p_;
+  p.pfors.fetch_add(1, std::memory_order_relaxed);
+  impl::worker* w = p.me();
   loop_ctx L(body, grain, n);
-  task* root = tl_cache.get();
-  root->loop = &L;
-  root->b = 0;
-  root->e = n;
-  if (impl::worker* w = p_->me()) {
-    p_->run_task(*w, root);  // splits onto our deque, runs the leftmost block
-    p_->help_until_done(*w, L);
+  // Map dispatch (worker_common.hpp, seed 004 Section 3.3).
+  const std::size_t chunks = workers::chunk_count(n, grain);
+  std::size_t b = 0;
+  bool inline_all = chunks == 1;
+  if (!inline_all && chunks >= workers::probe_factor * p.threads) {
+    const std::uint64_t t0 = now_ns();
+    L.run_leaf(0, grain);  // the first chunk, timed
+    b = grain;
+    inline_all = (now_ns() - t0) * (chunks - 1) < workers::inline_ns;
+  }
+  if (inline_all) {
+    const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
+    L.run_inline(b, n);
+    p.pfors_inline.fetch_add(1, std::memory_order_relaxed);
+    if (w) {
+      w->tasks.fetch_add(1, std::memory_order_relaxed);
+      if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    }
   } else {
-    p_->push(nullptr, root);
-    p_->wait_outside(L);
+    // One segment per participant (the calling worker keeps the first);
+    // pushed in one step, then one wake for the others.
+    const std::size_t parts = std::min<std::size_t>(workers::chunk_count(n - b, grain), p.threads);
+    const std::size_t first_pushed = w ? 1 : 0;
+    auto make = [&](std::size_t i) {
+      task* t = tl_cache.get();
+      t->loop = &L;
+      t->b = workers::segment_begin(b, n, parts, i);
+      t->e = workers::segment_begin(b, n, parts, i + 1);
+      return t;
+    };
+    if (w) {
+      for (std::size_t i = parts; i-- > first_pushed;) w->dq.push(make(i));  // thieves take segment 1 first
+    } else {
+      std::lock_guard<std::mutex> lk(p.inj_m);
+      for (std::size_t i = first_pushed; i < parts; ++i) p.inj.push_back(make(i));
+      p.inj_size.store(p.inj.size(), std::memory_order_relaxed);
+    }
+    if (parts > first_pushed) p.announce_work(parts - first_pushed);
+    if (w) {
+      p.run_task(*w, make(0));  // halves onto our deque, runs the leftmost block
+      p.help_until_done(*w, L);
+    } else {
+      p.wait_outside(L);
+    }
   }
   if (L.error) std::rethrow_exception(L.error);
 }
@@ -520,6 +570,8 @@ scheduler_stats steal_scheduler::stats() const {
   scheduler_stats s;
   s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
   s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
+  s.parallel_fors_inline = p_->pfors_inline.load(std::memory_order_relaxed);
+  s.wakeups = p_->wakeups.load(std::memory_order_relaxed);
   for (const auto& w : p_->workers) {
     s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
     s.tasks_run += w->fn_run.load(std::memory_order_acquire);
@@ -541,6 +593,8 @@ scheduler_stats steal_scheduler::stats() const {
 void steal_scheduler::reset_stats() {
   p_->ext_submitted.store(0, std::memory_order_relaxed);
   p_->pfors.store(0, std::memory_order_relaxed);
+  p_->pfors_inline.store(0, std::memory_order_relaxed);
+  p_->wakeups.store(0, std::memory_order_relaxed);
   for (auto& w : p_->workers) {
     w->tasks.store(0, std::memory_order_relaxed);
     w->busy.store(0, std::memory_order_relaxed);

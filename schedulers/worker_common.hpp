@@ -1,6 +1,7 @@
 #pragma once
 // Internal pieces shared by the steal and deal schedulers: futex sleeping,
 // a per-thread cache of task objects, and the state of a parallel_for.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +36,43 @@ inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) no
   a.wait(expected, std::memory_order_seq_cst);
 #endif
 }
-inline void futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
+// Returns how many sleepers were woken (as far as the OS tells; the
+// fallback reports n).
+inline int futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
 #if defined(__linux__)
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr,
-          0);
+  long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr,
+                   nullptr, 0);
+  return r > 0 ? int(r) : 0;
 #else
   if (n == 1) a.notify_one();
   else a.notify_all();
+  return n;
 #endif
+}
+
+// Map dispatch (seed 004, Section 3.3, MOCL's push-based work-group
+// dispatch): a parallel_for's chunk count is known at its start, so its
+// chunks are split into one contiguous segment per participant and pushed
+// in one step, and only as many sleeping workers as there are segments
+// besides the caller's are woken, with one system call. Segments are split
+// in halves while longer than the grain as they run, so workers that finish
+// early steal what is left. A loop whose chunks together cost less than
+// waking a worker runs inline: the caller times its first chunk when there
+// are many (so that the delay it adds to the dispatch is a small part of
+// the loop), and runs the rest itself when all of them would take less
+// than `inline_ns`.
+inline constexpr std::uint64_t inline_ns = 10'000;  // about a futex wake-up and a steal
+inline constexpr std::size_t probe_factor = 4;      // probe when chunks >= 4 x workers
+
+// Chunks of a loop of n elements with this grain.
+inline std::size_t chunk_count(std::size_t n, std::size_t grain) noexcept {
+  return n / grain + (n % grain != 0);
+}
+
+// Start of segment i of [b, e) split evenly in `parts` (even splits keep
+// every block at least grain/2 long once segments are halved to the grain).
+inline std::size_t segment_begin(std::size_t b, std::size_t e, std::size_t parts, std::size_t i) noexcept {
+  return b + (e - b) * i / parts;
 }
 
 // A per-thread cache of task objects, so that the steady state allocates
@@ -93,6 +123,28 @@ struct loop_ctx {
   std::atomic<std::size_t> remaining;
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // written once, by whoever set `failed`
+
+  // Runs body(b, e), keeping the first exception. Returns true when this
+  // block finished the loop (nothing may touch the loop_ctx after that).
+  bool run_leaf(std::size_t b, std::size_t e) noexcept {
+    try {
+      body(b, e);
+    } catch (...) {
+      bool expected = false;
+      if (failed.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+        error = std::current_exception();
+    }
+    return remaining.fetch_sub(e - b, std::memory_order_acq_rel) == e - b;
+  }
+  // Runs [b, e) on this thread in the blocks the halving split would make.
+  void run_inline(std::size_t b, std::size_t e) noexcept {
+    while (e - b > grain) {
+      const std::size_t mid = b + (e - b) / 2;
+      run_inline(mid, e);
+      e = mid;
+    }
+    run_leaf(b, e);
+  }
 };
 
 }  // namespace sinew::detail::workers

@@ -62,6 +62,12 @@ struct scheduler_stats {
   std::uint64_t tasks_submitted = 0;
   std::uint64_t tasks_run = 0;
   std::uint64_t parallel_fors = 0;
+  /// parallel_for calls run entirely by the caller (one chunk, or all the
+  /// chunks together cheaper than waking a worker; `steal` and `deal`).
+  std::uint64_t parallel_fors_inline = 0;
+  /// Sleeping workers woken up (by submits and parallel_for dispatches;
+  /// `steal` and `deal`: what the futex reported woken).
+  std::uint64_t wakeups = 0;
   std::vector<worker> workers;
   /// Fastest worker's busy time / slowest's, over workers that ran anything
   /// (1 = perfectly balanced; seed 004's load-balance ratio).
