@@ -264,6 +264,7 @@ void balance_tuner::finish(std::vector<double> w, std::optional<double> baseline
   w_ = std::move(w);
   phase_ = phase::tuned;
   baseline_ = baseline;
+  over_ = 0;
   acc_t_.clear();
   acc_n_ = 0;
 }
@@ -282,7 +283,10 @@ void balance_tuner::report(const std::vector<device_share>& shares, const std::v
       baseline_ = last_imb_;  // what these weights give when nothing changed
       return;
     }
-    if (p_.retune && p_.kind != balance_kind::fixed && last_imb_ > p_.delta && last_imb_ > *baseline_ + p_.delta) {
+    bool over = last_imb_ > p_.delta && last_imb_ > *baseline_ + p_.delta;
+    over_ = over ? over_ + 1 : 0;
+    if (p_.retune && p_.kind != balance_kind::fixed && over_ >= std::max(1u, p_.retune_after)) {
+      over_ = 0;
       ++retunes_;
       ++tuning_execs_;
       restart(tt, v);

@@ -292,6 +292,11 @@ TEST_CASE("a tuned stream re-tunes when a device changes speed", "[balance]") {
   feed(5);
   CHECK(tu.retunes() == 0);
   CHECK(tu.tuning_executions() == execs);
+  d[1]->set_speed(1e9);  // one slow unit (noise?): no re-tuning yet
+  feed(1);
+  d[1]->set_speed(5e9);
+  feed(3);
+  CHECK(tu.retunes() == 0);
   d[1]->set_speed(1e9);  // the gpu becomes as slow as the cpu
   feed(10);
   CHECK(tu.retunes() == 1);

@@ -71,6 +71,9 @@ struct balance_policy {
   /// grown by δ since tuning ended; single-step and exhaustive splits may be
   /// imbalanced by design).
   bool retune = true;
+  /// Consecutive imbalanced units before re-tuning (one noisy measurement
+  /// of a real device must not restart the search).
+  unsigned retune_after = 2;
   /// "static", "single-step", "iterative", "exhaustive(5%)".
   std::string name() const;
 };
@@ -150,6 +153,7 @@ class balance_tuner {
   unsigned iter_ = 0, tuning_execs_ = 0, retunes_ = 0;
   double last_imb_ = 0;
   std::optional<double> baseline_;
+  unsigned over_ = 0;  // consecutive tuned units imbalanced past the trigger
   // repeats: times summed over the executions of one distribution
   std::vector<double> acc_t_;
   unsigned acc_n_ = 0;
