@@ -125,6 +125,17 @@ class compiled_kernel {
       ~give_back() { self->give(k); }
     } gb{this, k};
 
+    // Drivers may abort rather than fail on too much local memory (PoCL does).
+    std::size_t local_bytes = 0;
+    for (auto& x : s_.args) {
+      auto l = local_for(rank);
+      if (x.kind == arg::kind::local) local_bytes += x.bytes;
+      if (x.kind == arg::kind::local_per_item) local_bytes += x.bytes * l[0] * l[1] * l[2];
+    }
+    if (local_bytes > d_->info.local_mem)
+      throw error("opencl: " + where_ + " needs " + std::to_string(local_bytes) + " bytes of local memory per work-group, the device has " +
+                  std::to_string(d_->info.local_mem));
+
     unsigned in_slot = 0, out_slot = 0;
     for (std::size_t i = 0; i < s_.args.size(); ++i) {
       const arg::spec& x = s_.args[i];
