@@ -115,8 +115,16 @@ scheduler_stats delta(const scheduler_stats& a, const scheduler_stats& b) {
   for (std::size_t i = 0; i < b.workers.size(); ++i) {
     scheduler_stats::worker w0 = i < a.workers.size() ? a.workers[i] : scheduler_stats::worker{};
     const auto& w1 = b.workers[i];
-    r.workers[i] = {d(w0.tasks, w1.tasks), d(w0.busy_ns, w1.busy_ns), d(w0.steals, w1.steals),
-                    d(w0.steal_attempts, w1.steal_attempts)};
+    auto& w = r.workers[i];
+    w.node = w1.node;
+    w.tasks = d(w0.tasks, w1.tasks);
+    w.busy_ns = d(w0.busy_ns, w1.busy_ns);
+    w.steals = d(w0.steals, w1.steals);
+    w.steal_attempts = d(w0.steal_attempts, w1.steal_attempts);
+    w.steals_same_node = d(w0.steals_same_node, w1.steals_same_node);
+    w.steals_remote = d(w0.steals_remote, w1.steals_remote);
+    w.hinted_bytes = d(w0.hinted_bytes, w1.hinted_bytes);
+    w.remote_bytes = d(w0.remote_bytes, w1.remote_bytes);
   }
   return r;
 }
