@@ -366,6 +366,25 @@ void host_write(buffer& b, range r) {
   }
 }
 
+void copied(buffer& b, memory_space* to, range r, memory_space* from) {
+  check(b, r);
+  record& rec = record_for(b);
+  std::lock_guard g(rec.m);
+  memory_space* dev = to ? to : from;
+  if (!to || to->shares_host()) add(rec.host_valid, r);
+  else {
+    copy* c = rec.find(to->id());
+    if (!c || !c->handle) throw error("coherence: copied() into " + to->name() + ", which holds no copy of the buffer");
+    add(c->valid, r);
+  }
+  if (dev && !dev->shares_host()) {
+    space_state& s = registry::get().state(dev->id());
+    std::lock_guard sg(s.m);
+    if (to) s.c.uploads++, s.c.upload_bytes += r.end - r.begin;
+    else s.c.downloads++, s.c.download_bytes += r.end - r.begin;
+  }
+}
+
 std::vector<range> valid_ranges(const buffer& b, unsigned space_id) {
   record* rec = record_of(b);
   if (!rec) return space_id == 0 && b.bytes() ? ranges{{0, b.bytes()}} : ranges{};

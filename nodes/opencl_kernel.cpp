@@ -136,6 +136,15 @@ class compiled_kernel {
       throw error("opencl: " + where_ + " needs " + std::to_string(local_bytes) + " bytes of local memory per work-group, the device has " +
                   std::to_string(d_->info.local_mem));
 
+    const bool overlap = copies && s_.chunks > 1 && sh.size() > 1;
+    struct chunked_buffer {
+      buffer* b;
+      cl_mem m;
+      std::size_t row;  // bytes per outermost index
+      bool upload;      // else download
+    };
+    std::vector<chunked_buffer> chunked;
+
     unsigned in_slot = 0, out_slot = 0;
     for (std::size_t i = 0; i < s_.args.size(); ++i) {
       const arg::spec& x = s_.args[i];
@@ -163,19 +172,28 @@ class compiled_kernel {
           const std::size_t row = inner * es;
           coh::range share{sh.begin * row, sh.end * row};
           coh::range rd{}, wr{};
+          bool chunk_in = false;
           if (!is_out) {
             rd = x.whole ? coh::range{0, outer * row}
                          : coh::range{(sh.begin > x.halo ? sh.begin - x.halo : 0) * row,
                                       std::min(outer, sh.end + x.halo) * row};
             // Host code may have changed a buffer the host holds, without
             // telling anyone: the host copy wins over device copies then.
-            if (copies && covers(coh::valid_ranges(b, 0), rd)) coh::host_write(b, rd);
+            if (copies && covers(coh::valid_ranges(b, 0), rd)) {
+              coh::host_write(b, rd);
+              chunk_in = overlap && !x.whole && !x.halo;
+            }
           }
           if (x.kind != arg::kind::input) {
             wr = share;
             written.emplace_back(&b, wr);
           }
-          acc[i].emplace(b, space, rd, wr);
+          // Chunked transfers are enqueued below; the access then only
+          // allocates and pins the device copy.
+          acc[i].emplace(b, space, chunk_in ? coh::range{} : rd, wr);
+          if (chunk_in) chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true});
+          if (overlap && x.kind != arg::kind::input && !s_.keep_on_device)
+            chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false});
           cl_mem m = static_cast<cl_mem>(acc[i]->handle());
           e = clSetKernelArg(k, cl_uint(i), sizeof m, &m);
           break;
@@ -200,27 +218,99 @@ class compiled_kernel {
       check(e, ("clSetKernelArg(" + std::to_string(i) + ")").c_str(), where_);
     }
 
-    std::size_t gws[3] = {1, 1, 1}, off[3] = {0, 0, 0};
-    for (unsigned d = 0; d < rank; ++d) gws[d] = shp.ext[rank - 1 - d];
-    gws[rank - 1] = sh.size();
-    off[rank - 1] = sh.begin;
     auto l = local_for(rank);
-    if (use_local_)
-      for (unsigned d = 0; d < rank; ++d) gws[d] = (gws[d] + l[d] - 1) / l[d] * l[d];
-    cl_event ev = nullptr;
-    check(clEnqueueNDRangeKernel(d_->queue(), k, rank, off, gws, use_local_ ? l.data() : nullptr, 0, nullptr, &ev),
-          "clEnqueueNDRangeKernel", where_);
-    cl_int we = clWaitForEvents(1, &ev);
-    cl_ulong start = 0, end = 0;
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
-    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
-    clReleaseEvent(ev);
+    auto enqueue = [&](cl_command_queue q, std::size_t b, std::size_t e, cl_uint nwait, const cl_event* wait,
+                       cl_event* ev) {
+      std::size_t gws[3] = {1, 1, 1}, off[3] = {0, 0, 0};
+      for (unsigned d = 0; d < rank; ++d) gws[d] = shp.ext[rank - 1 - d];
+      gws[rank - 1] = e - b;
+      off[rank - 1] = b;
+      if (use_local_)
+        for (unsigned d = 0; d < rank; ++d) gws[d] = (gws[d] + l[d] - 1) / l[d] * l[d];
+      return clEnqueueNDRangeKernel(q, k, rank, off, gws, use_local_ ? l.data() : nullptr, nwait, wait, ev);
+    };
+    std::vector<cl_event> kernels, others;
+    auto wait_all = [&] {
+      // Everything enqueued must finish before buffers are unpinned or a
+      // failure is reported: commands still reference them.
+      cl_int e = CL_SUCCESS;
+      if (!kernels.empty()) e = clWaitForEvents(cl_uint(kernels.size()), kernels.data());
+      if (!others.empty()) {
+        cl_int e2 = clWaitForEvents(cl_uint(others.size()), others.data());
+        if (e == CL_SUCCESS) e = e2;
+      }
+      return e;
+    };
+    auto release_all = [&] {
+      for (cl_event ev : kernels) clReleaseEvent(ev);
+      for (cl_event ev : others) clReleaseEvent(ev);
+      kernels.clear();
+      others.clear();
+    };
+    cl_int fail = CL_SUCCESS;
+    const char* failed = nullptr;
+    if (!overlap) {
+      cl_event ev = nullptr;
+      fail = enqueue(d_->queue(), sh.begin, sh.end, 0, nullptr, &ev);
+      if (fail == CL_SUCCESS) kernels.push_back(ev);
+      else failed = "clEnqueueNDRangeKernel";
+    } else {
+      // Chunks of whole work-groups; chunk c on queue c % 2: upload, kernel,
+      // download chained by events, so chunk c+1 moves while c computes.
+      const std::size_t g = granularity(rank);
+      std::size_t per = (sh.size() + s_.chunks - 1) / s_.chunks;
+      per = std::max<std::size_t>(g, (per + g - 1) / g * g);
+      for (std::size_t b = sh.begin, c = 0; b < sh.end && fail == CL_SUCCESS; b += per, ++c) {
+        const std::size_t e = std::min(sh.end, b + per);
+        cl_command_queue q = d_->queues[c & 1];
+        std::vector<cl_event> ups;
+        for (auto& cb : chunked) {
+          if (!cb.upload) continue;
+          cl_event ev = nullptr;
+          fail = clEnqueueWriteBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
+                                      static_cast<char*>(cb.b->data()) + b * cb.row, 0, nullptr, &ev);
+          if (fail != CL_SUCCESS) { failed = "clEnqueueWriteBuffer"; break; }
+          ups.push_back(ev);
+          others.push_back(ev);
+        }
+        if (fail != CL_SUCCESS) break;
+        cl_event kev = nullptr;
+        fail = enqueue(q, b, e, cl_uint(ups.size()), ups.empty() ? nullptr : ups.data(), &kev);
+        if (fail != CL_SUCCESS) { failed = "clEnqueueNDRangeKernel"; break; }
+        kernels.push_back(kev);
+        for (auto& cb : chunked) {
+          if (cb.upload) continue;
+          cl_event ev = nullptr;
+          fail = clEnqueueReadBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
+                                     static_cast<char*>(cb.b->data()) + b * cb.row, 1, &kev, &ev);
+          if (fail != CL_SUCCESS) { failed = "clEnqueueReadBuffer"; break; }
+          others.push_back(ev);
+        }
+      }
+      for (cl_command_queue q : d_->queues) clFlush(q);
+    }
+    cl_int we = wait_all();
+    double compute = 0;
+    for (cl_event ev : kernels) {
+      cl_ulong start = 0, end = 0;
+      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+      if (end > start) compute += double(end - start) * 1e-9;
+    }
+    release_all();
+    if (failed) check(fail, failed, where_);
     check(we, "kernel execution", where_);
+    if (overlap)
+      for (auto& cb : chunked) {
+        coh::range r{sh.begin * cb.row, sh.end * cb.row};
+        if (cb.upload) coh::copied(*cb.b, &space, r);
+        else coh::copied(*cb.b, nullptr, r, &space);
+      }
     for (auto& x : acc) x.reset();  // unpin; mapped spaces sync to the host here
     if (copies && !s_.keep_on_device)
-      for (auto& [b, r] : written) coh::host_read(*b, r);
+      for (auto& [b, r] : written) coh::host_read(*b, r);  // nothing left to move after chunked downloads
     share_timing t;
-    t.compute = end > start ? double(end - start) * 1e-9 : 0.0;
+    t.compute = compute;
     t.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return t;
   }

@@ -136,6 +136,13 @@ void host_read(buffer& b, range r);
 /// Host side: `r` was (or is about to be) written on the host.
 void host_write(buffer& b, range r);
 
+/// Records that the caller copied `r` into `to` (null: the host) from a
+/// valid copy in `from` (null: the host) itself, e.g. with chunked,
+/// event-chained transfers (seed 000 paper 5): `r` is valid in `to` now. The
+/// copy in `to` must exist (an `access` to it). Counted as the device space's
+/// upload or download.
+void copied(buffer& b, memory_space* to, range r, memory_space* from = nullptr);
+
 /// Ranges of `b` valid in the space with id `space_id` (0 = host), sorted and
 /// merged. A buffer without a record is valid on the host only.
 std::vector<range> valid_ranges(const buffer& b, unsigned space_id);

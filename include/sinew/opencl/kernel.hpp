@@ -125,6 +125,13 @@ struct kernel_spec {
   /// Leave outputs in device memory only (the next stage is a kernel on the
   /// same device); see `device_pipeline`, which sets it safely.
   bool keep_on_device = false;
+  /// Overlap (seed 003 "overlap", seed 000 paper 5): with device copies, cut
+  /// each unit (or share) into this many chunks along the outermost
+  /// dimension whose upload, kernel and download are chained by events and
+  /// alternate between the device's two queues, so one chunk's transfers
+  /// run while another computes. 1 = off. Inputs read whole or with a halo
+  /// are uploaded before the first chunk.
+  unsigned chunks = 1;
 };
 
 /// A leaf node running `s.kernel` on the first device `s.devices` selects.
