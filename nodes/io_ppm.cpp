@@ -143,7 +143,8 @@ class ppm_dir_source final : public detail::io_source {
   }
   std::optional<std::uint64_t> size_hint() const override { return files_.size(); }
   std::string label() const override { return "source(read_ppm_dir '" + dir_ + "')"; }
-  bool blocking() const override { return true; }  // file reads
+  // Not blocking(): files do not wait for a producer, so the source runs as
+  // a task like any stage (see record_source in io_records.cpp).
 
  private:
   std::string dir_;

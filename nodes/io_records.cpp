@@ -27,7 +27,8 @@ class record_source final : public detail::io_source {
       : owned_(std::move(owned)), who_(std::move(who)), l_(std::move(l)), r_(fd, who_, &wake_) {
     l_.check(who_);
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    regular_ = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular_) {
       off_t at = ::lseek(fd, 0, SEEK_CUR);
       std::uint64_t left = std::uint64_t(st.st_size) - std::uint64_t(at > 0 ? at : 0);
       hint_ = left / l_.bytes();
@@ -44,7 +45,11 @@ class record_source final : public detail::io_source {
   }
   std::optional<std::uint64_t> size_hint() const override { return hint_; }
   std::string label() const override { return "source(" + who_ + ")"; }
-  bool blocking() const override { return true; }  // reads may wait (pipes, slow disks)
+  // Pipes, sockets and terminals may wait for data: a thread of their own.
+  // A regular file is read in a task like any stage: its reads do not wait
+  // for a producer, and a task hands units over without thread wake-ups
+  // (which cost milliseconds per unit on a loaded machine).
+  bool blocking() const override { return !regular_; }
 
  private:
   detail::unique_fd owned_;
@@ -52,6 +57,7 @@ class record_source final : public detail::io_source {
   record_layout l_;
   detail::fd_reader r_;
   std::optional<std::uint64_t> hint_;
+  bool regular_ = false;
 };
 
 // Writes records, in sequence order, to a descriptor opened in prepare()

@@ -55,6 +55,10 @@ TEST_CASE("io round trip through binary files for every element type", "[io]") {
     o.layout = io::record_layout::of<rgba8>(shape::d2(17, 9));
     round_trip<rgba8, 2>(o, d);
   }
+  // 1 MiB records: larger than the reader's buffer, read straight into the unit.
+  io::generator_options big = gen(io::record_layout::of<float>(shape::d1(std::size_t(1) << 18)), 3);
+  big.pattern = "ramp";
+  round_trip<float>(big, d);
 }
 
 TEST_CASE("io generator patterns are typed and deterministic", "[io]") {

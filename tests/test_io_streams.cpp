@@ -60,8 +60,12 @@ int connect_loopback(int port) {
 }  // namespace
 
 TEST_CASE("io read_fd and write_fd carry records through pipes", "[io][tsan]") {
+  // Small records (served from the reader's buffer) and records larger than
+  // it and than the pipe (read straight into the unit's buffer, written with
+  // writev), through an unordered farm: the sink restores the order.
+  auto [n, len] = GENERATE(table<std::size_t, std::size_t>({{200, 100}, {6, 70000}}));
+  INFO(n << " records of " << len << " i32");
   pipe_pair in, out;
-  const std::size_t n = 200, len = 100;  // 200 records of 100 i32
   std::vector<std::int32_t> data(n * len);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::int32_t(i * 7);
   std::thread producer([&] {
@@ -70,7 +74,7 @@ TEST_CASE("io read_fd and write_fd carry records through pipes", "[io][tsan]") {
   });
   std::vector<unsigned char> got;
   std::thread consumer([&] { got = read_all(out.r); });
-  graph g(farm(map<bump<std::int32_t>>(), 2));
+  graph g(farm(map<bump<std::int32_t>>(), 2, farm_order::unordered));
   auto f = g.run(io::read_fd(in.r, io::record_layout::of<std::int32_t>(shape::d1(len))), io::write_fd(out.w));
   f.get();
   out.close_w();
@@ -128,18 +132,22 @@ TEST_CASE("io write_fd to a closed pipe reports the error instead of dying of SI
 
 TEST_CASE("io lines through a graph, empty lines included", "[io][tsan]") {
   pipe_pair in, out;
-  const std::string text = "alpha\n\nbeta gamma\n\n\ndelta";  // no newline at the end
-  write_all(in.w, text.data(), text.size());
-  in.close_w();
+  const std::string longest(200000, 'x');  // longer than the reader's buffer and the pipe
+  const std::string text = "alpha\n\nbeta gamma\n" + longest + "\n\n\ndelta";  // no newline at the end
+  std::thread producer([&] {
+    write_all(in.w, text.data(), text.size());
+    in.close_w();
+  });
   std::vector<unsigned char> got;
   std::thread consumer([&] { got = read_all(out.r); });
   graph g(farm(map<upper>(), 2));
   auto f = g.run(io::read_lines(in.r), io::write_lines(out.w));
   f.get();
   out.close_w();
+  producer.join();
   consumer.join();
-  CHECK(std::string(got.begin(), got.end()) == "ALPHA\n\nBETA GAMMA\n\n\nDELTA\n");
-  CHECK(f.stats().units_out == 6);
+  CHECK(std::string(got.begin(), got.end()) == "ALPHA\n\nBETA GAMMA\n" + std::string(200000, 'X') + "\n\n\nDELTA\n");
+  CHECK(f.stats().units_out == 7);
 }
 
 TEST_CASE("io write_lines refuses graphs that do not produce bytes", "[io]") {
