@@ -658,15 +658,8 @@ void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
   // steal only past its threshold.
   const int q = w ? w->node : p.outside_node();
   const std::size_t node_workers = std::max<std::size_t>(1, p.topo.cores(std::size_t(q)).size());
-  const std::size_t chunks = workers::chunk_count(n, grain);
   std::size_t b = 0;
-  bool inline_all = chunks == 1;
-  if (!inline_all && chunks >= workers::probe_factor * node_workers) {
-    const std::uint64_t t0 = now_ns();
-    L.run_leaf(0, grain);  // the first chunk, timed
-    b = grain;
-    inline_all = (now_ns() - t0) * (chunks - 1) < workers::inline_ns;
-  }
+  const bool inline_all = workers::dispatch_inline(L, n, node_workers, b);
   if (inline_all) {
     const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
     L.run_inline(b, n);

@@ -519,15 +519,8 @@ void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
   impl::worker* w = p.me();
   loop_ctx L(body, grain, n);
   // Map dispatch (worker_common.hpp, seed 004 Section 3.3).
-  const std::size_t chunks = workers::chunk_count(n, grain);
   std::size_t b = 0;
-  bool inline_all = chunks == 1;
-  if (!inline_all && chunks >= workers::probe_factor * p.threads) {
-    const std::uint64_t t0 = now_ns();
-    L.run_leaf(0, grain);  // the first chunk, timed
-    b = grain;
-    inline_all = (now_ns() - t0) * (chunks - 1) < workers::inline_ns;
-  }
+  const bool inline_all = workers::dispatch_inline(L, n, p.threads, b);
   if (inline_all) {
     const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
     L.run_inline(b, n);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 
+#include <sinew/detail/clock.hpp>
 #include <sinew/detail/function_ref.hpp>
 
 #if defined(__linux__)
@@ -146,5 +147,19 @@ struct loop_ctx {
     run_leaf(b, e);
   }
 };
+
+// Map dispatch's inline test for a loop over `workers` workers: true when
+// the caller should run it all itself. May run the first chunk (timed); `b`
+// is then set past it.
+inline bool dispatch_inline(loop_ctx& L, std::size_t n, std::size_t workers, std::size_t& b) noexcept {
+  const std::size_t chunks = chunk_count(n, L.grain);
+  b = 0;
+  if (chunks == 1) return true;
+  if (chunks < probe_factor * workers) return false;
+  const std::uint64_t t0 = now_ns();
+  L.run_leaf(0, L.grain);
+  b = L.grain;
+  return (now_ns() - t0) * (chunks - 1) < inline_ns;
+}
 
 }  // namespace sinew::detail::workers
