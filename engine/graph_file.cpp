@@ -189,10 +189,16 @@ class builder {
              (keys.empty() ? std::string("none") : keys) + ")");
     }
     built b;
-    if (kind == "pipeline") b = pipeline_at(c, in);
-    else if (kind == "farm") b = farm_at(c, in);
-    else if (kind == "map" || kind == "map_reduce") b = leaf_at(c, in, kind);
-    else b = loop_at(c, in, kind);
+    try {
+      if (kind == "pipeline") b = pipeline_at(c, in);
+      else if (kind == "farm") b = farm_at(c, in);
+      else if (kind == "map" || kind == "map_reduce") b = leaf_at(c, in, kind);
+      else b = loop_at(c, in, kind);
+    } catch (const json_error&) {
+      throw;
+    } catch (const error& e) {  // the engine's own checks of a node: still an invalid file
+      c.fail(e.what());
+    }
     if (c.has("name")) {
       std::string n = c.at("name").as_string();
       if (n.empty() || n.find('/') != std::string::npos) c.at("name").fail("a node name must be non-empty and contain no '/'");
@@ -236,7 +242,7 @@ class builder {
       c.at(kind).fail("a loop body must write what it reads (iteration k+1 reads iteration k's output): it reads " +
                       types_text(in.types) + " and writes " + types_text(body.out.types));
     if (kind == "for") {
-      auto n = std::size_t(c.at("iterations").as_uint(0, std::uint64_t(1) << 40));
+      auto n = std::size_t(c.at("iterations").as_uint(1, std::uint64_t(1) << 40));
       return {for_loop(body.real, n), for_loop(body.ref, n), body.out};
     }
     auto until = make_predicate(c.at("until"), body.out);
