@@ -145,7 +145,52 @@ struct GroupSum3D {
   }
 };
 
+// Each work-item folds k = 0..n-1 into a carried value (v = 3v + k + id,
+// order-sensitive), leaving early once v passes a limit; a 2-deep nest
+// carries a second value.
+struct Carry {
+  std::size_t n = 5;
+  static constexpr std::array<mem_access, 1> any{mem_access{1, 0}};
+  void operator()(group& g, in<std::int64_t> x, out<std::int64_t> y) const {
+    auto v = g.per_item<std::int64_t>(), w = g.per_item<std::int64_t>();
+    g.each([&](const item& it) { v[it] = it.in_range() ? x[it.g[0]] : 0; });
+    g.loop(n, any, v, [&](const item& it, std::size_t k, std::int64_t& a) {
+      a = 3 * a + std::int64_t(k + it.lin);
+      return a < 500;
+    });
+    g.loop({n, n}, any, any, w, [&](const item&, std::size_t a, std::size_t b, std::int64_t& c) {
+      c = 2 * c + std::int64_t(a * n + b) % 7;
+    });
+    g.each([&](const item& it) {
+      if (it.in_range()) y[it.g[0]] = v[it] * 1000003 + w[it];
+    });
+  }
+};
+
 }  // namespace
+
+TEST_CASE("group loops carry a value per work-item in every order", "[group]") {
+  const std::size_t items = 37, local = 8, n = 5;
+  std::vector<std::int64_t> x(items), want(items);
+  for (std::size_t i = 0; i < items; ++i) {
+    x[i] = std::int64_t(i % 4);
+    std::int64_t v = x[i], w = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      v = 3 * v + std::int64_t(k + i % local);
+      if (v >= 500) break;
+    }
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b) w = 2 * w + std::int64_t(a * n + b) % 7;
+    want[i] = v * 1000003 + w;
+  }
+  for (order_policy p : all_policies) {
+    INFO("policy=" << policy_name(p));
+    std::vector<std::int64_t> y;
+    graph g(group_kernel<Carry>(range1d{local}, Carry{n}, {.order = p}));
+    g.run(from_arrays(x), into_arrays(y)).get();
+    REQUIRE(y == want);
+  }
+}
 
 TEST_CASE("group kernel tiled matrix multiply matches the sequential product", "[group]") {
   for (std::size_t n : {1, 5, 16, 37, 64})

@@ -21,7 +21,9 @@
 /// A loop inside a region (`g.loop(K, accesses, body)`) runs depth-first or
 /// breadth-first over the work-items (seed 002): chosen from the strides the
 /// kernel declares for the loop's memory accesses (Table 1), by timing both
-/// orders on the first groups (`order_policy::measured`), or forced.
+/// orders on the first groups (`order_policy::measured`), or forced. A loop
+/// may carry a per-work-item accumulator (`g.loop(K, accesses, acc, body)`),
+/// kept in a register when the loop runs depth-first.
 ///
 /// The index space is rounded up to whole work-groups (the usual OpenCL 1.2
 /// host idiom): work-items past the range run too, so every work-item reaches
@@ -239,6 +241,20 @@ class group {
   void loop_where(P&& pred, std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
     run_loop<2>(n, {choose_order(outer.span()), choose_order(inner.span())}, pred, body);
   }
+  /// A loop carrying one per-work-item value (an accumulator):
+  /// `body(item, k, T& v)`. Depth-first, `v` is a local copy of `carry[item]`
+  /// for the whole loop (a register: the scalar expansion is avoided, seed
+  /// 002 §2), written back at the end; breadth-first it is `carry[item]`.
+  template <class T, class B>
+  void loop(std::size_t n, access_list accesses, per_item_array<T> carry, B&& body) {
+    detail::all_items all;
+    run_carried<1>({n}, {choose_order(accesses.span())}, all, carry, body);
+  }
+  template <class T, class B>
+  void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, per_item_array<T> carry, B&& body) {
+    detail::all_items all;
+    run_carried<2>(n, {choose_order(outer.span()), choose_order(inner.span())}, all, carry, body);
+  }
 
   /// Group-local atomics: plain read-modify-write, since one worker runs the
   /// whole group one work-item at a time (seed 004 §3.2.3). Return the old value.
@@ -412,6 +428,31 @@ class group {
   template <std::size_t D, class Pred, class B>
   void run_loop(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
                 B& body) {
+    in_order<D, B>(declared, [&](unsigned pos) { run_at<D>(pos, n, pred, body); });
+  }
+  template <std::size_t D, class Pred, class T, class B>
+  void run_carried(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
+                   per_item_array<T> carry, B& body) {
+    in_order<D, B>(declared, [&](unsigned pos) {
+      if (pos == 0) {
+        auto f = [&](const item& it) {
+          if constexpr (!std::is_same_v<std::decay_t<Pred>, detail::all_items>)
+            if (!pred(it)) return;
+          T v = carry[it];
+          auto b = [&](const item& i, auto... k) { return body(i, k..., v); };
+          inner<0, D>(b, it, std::array<std::size_t, D>{}, n);
+          carry[it] = v;
+        };
+        for_items(f);
+      } else {
+        auto b = [&](const item& i, auto... k) { return body(i, k..., carry[i]); };
+        run_at<D>(pos, n, pred, b);
+      }
+    });
+  }
+  /// Runs `run(position)` with the position the policy gives loop B.
+  template <std::size_t D, class B, class Run>
+  void in_order(const std::array<item_order, D>& declared, Run&& run) {
     static_assert(D <= detail::group_plan::max_depth, "loop nests are at most 2 deep");
     const void* key = &detail::loop_site_tag<std::decay_t<B>>;
     unsigned pos = nest_position(declared);
@@ -423,7 +464,7 @@ class group {
         if (mode_.calibrating) {
           pos = mode_.sample % unsigned(D + 1);
           auto t0 = std::chrono::steady_clock::now();
-          run_at<D>(pos, n, pred, body);
+          run(pos);
           auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
           mode_.plan->record(key, unsigned(D), pos, std::uint64_t(ns.count()) + 1);
           return;
@@ -431,7 +472,7 @@ class group {
         if (mode_.plan) pos = mode_.plan->decided_position(key, pos);
         break;
     }
-    run_at<D>(pos, n, pred, body);
+    run(pos);
   }
 
   const detail::group_launch* L_;

@@ -9,7 +9,8 @@
 ///
 /// Each loop's `accesses` are its global/local memory accesses with their
 /// strides along the loop index and the fastest work-item id (seed 002,
-/// Table 1); private values (registers) are not memory accesses.
+/// Table 1); private values (the carried accumulators: registers when run
+/// depth-first) are not memory accesses.
 ///
 /// \code
 /// using namespace sinew::group_examples;
@@ -47,8 +48,8 @@ struct TiledMM {
         ta[y * T + x] = gy < n && t0 + x < n ? a(gy, t0 + x) : 0.0f;
         tb[y * T + x] = t0 + y < n && gx < n ? b(t0 + y, gx) : 0.0f;
       });
-      g.loop(T, accesses, [&](const item& it, std::size_t k) {
-        acc[it] += ta[it.l[0] * T + k] * tb[k * T + it.l[1]];
+      g.loop(T, accesses, acc, [&](const item& it, std::size_t k, float& sum) {
+        sum += ta[it.l[0] * T + k] * tb[k * T + it.l[1]];
       });
     }
     g.each([&](const item& it) {
@@ -77,9 +78,9 @@ struct TreeReduce {
     const std::size_t block = g.group_id(0) * L * p;
     auto s = g.local_mem<std::int32_t>(L);
     auto sum = g.per_item<std::int32_t>();
-    g.loop(p, accesses, [&](const item& it, std::size_t k) {
+    g.loop(p, accesses, sum, [&](const item& it, std::size_t k, std::int32_t& v) {
       std::size_t e = block + k * L + it.l[0];
-      if (e < n) sum[it] += x[e];
+      if (e < n) v += x[e];
     });
     g.each([&](const item& it) { s[it.l[0]] = sum[it]; });
     std::size_t half = 1;
@@ -155,8 +156,8 @@ struct StencilTile {
       return true;
     });
     auto acc = g.per_item<float>();
-    g.loop({3, 3}, dy_accesses, dx_accesses, [&](const item& it, std::size_t dy, std::size_t dx) {
-      acc[it] += weights[dy * 3 + dx] * tile[(it.l[0] + dy) * W + it.l[1] + dx];
+    g.loop({3, 3}, dy_accesses, dx_accesses, acc, [&](const item& it, std::size_t dy, std::size_t dx, float& v) {
+      v += weights[dy * 3 + dx] * tile[(it.l[0] + dy) * W + it.l[1] + dx];
     });
     g.each([&](const item& it) {
       if (it.in_range()) dst(it.g[0], it.g[1]) = acc[it];
