@@ -45,28 +45,32 @@ std::string balance_policy::name() const {
 
 namespace balance {
 
-balance_policy static_weights(std::vector<double> weights) {
+namespace {
+balance_policy of_kind(balance_kind k) {
   balance_policy p;
-  p.kind = balance_kind::fixed;
+  p.kind = k;
+  return p;
+}
+}  // namespace
+
+balance_policy static_weights(std::vector<double> weights) {
+  balance_policy p = of_kind(balance_kind::fixed);
   p.weights = std::move(weights);
   return p;
 }
 balance_policy single_step(double threshold) {
-  balance_policy p;
-  p.kind = balance_kind::single_step;
+  balance_policy p = of_kind(balance_kind::single_step);
   p.threshold = threshold;
   return p;
 }
 balance_policy iterative(double delta, double threshold) {
-  balance_policy p;
-  p.kind = balance_kind::iterative;
+  balance_policy p = of_kind(balance_kind::iterative);
   p.delta = delta;
   p.threshold = threshold;
   return p;
 }
 balance_policy exhaustive(double step) {
-  balance_policy p;
-  p.kind = balance_kind::exhaustive;
+  balance_policy p = of_kind(balance_kind::exhaustive);
   p.step = step;
   return p;
 }

@@ -2,20 +2,25 @@
 /// \file sinew.hpp
 /// Everything: `#include <sinew/sinew.hpp>`.
 #include <sinew/array.hpp>
+#include <sinew/balancer.hpp>
 #include <sinew/bounded_queue.hpp>
 #include <sinew/buffer.hpp>
 #include <sinew/buffer_pool.hpp>
 #include <sinew/deal_scheduler.hpp>
+#include <sinew/device_executor.hpp>
 #include <sinew/error.hpp>
 #include <sinew/farm.hpp>
 #include <sinew/graph.hpp>
+#include <sinew/host_executor.hpp>
 #include <sinew/leaf.hpp>
 #include <sinew/loop.hpp>
 #include <sinew/map.hpp>
 #include <sinew/map_reduce.hpp>
+#include <sinew/multi_device_map.hpp>
 #include <sinew/node.hpp>
 #include <sinew/pipeline.hpp>
 #include <sinew/scheduler.hpp>
+#include <sinew/simulated_device.hpp>
 #include <sinew/shape.hpp>
 #include <sinew/sink.hpp>
 #include <sinew/source.hpp>
