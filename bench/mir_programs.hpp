@@ -20,7 +20,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -32,9 +34,29 @@ namespace mir {
 
 using D_t = std::vector<std::uint64_t>;
 
+/// Page-aligned storage, so that `placer::bind` can bind every allocation
+/// (on a machine with several NUMA nodes; elsewhere it only keeps the map).
+template <class T>
+struct page_aligned {
+  using value_type = T;
+  static constexpr std::size_t page = 4096;
+  page_aligned() = default;
+  template <class U>
+  page_aligned(const page_aligned<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = (n * sizeof(T) + page - 1) / page * page;
+    if (void* p = std::aligned_alloc(page, std::max(bytes, page))) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  template <class U>
+  bool operator==(const page_aligned<U>&) const noexcept { return true; }
+};
+using floats = std::vector<float, page_aligned<float>>;
+
 /// One allocation and where its pages are.
 struct region {
-  std::vector<float> v;
+  floats v;
   sinew::page_map map;
   float* data() { return v.data(); }
   const float* data() const { return v.data(); }
@@ -61,7 +83,10 @@ class allocator {
  public:
   allocator(const sinew::topology& t, sinew::placement p, sinew::usage_hint u)
       : pl_(t, p, u), nodes_(t.nodes()) {}
-  void place(region& r) { r.map = pl_.place(std::max<std::size_t>(1, r.v.size()) * sizeof(float), 0); }
+  void place(region& r) {
+    if (r.v.empty()) r.v.resize(1);
+    r.map = pl_.bind(r.v.data(), r.v.size() * sizeof(float), 0);
+  }
   std::size_t nodes() const { return nodes_; }
   sinew::placement effective() const { return pl_.effective_policy(); }
 
@@ -225,7 +250,7 @@ class jacobi_program final : public program {
   jacobi_program(std::size_t n, std::size_t block, unsigned iters) : n_(n), bs_(block), iters_(iters) {
     g_.v.resize(2 * n * n);
     init(g_.v.data());
-    std::vector<float> ref(2 * n * n);
+    floats ref(2 * n * n);
     init(ref.data());
     for (unsigned t = 0; t < iters_; ++t)
       for (std::size_t bi = 0; bi < nb(); ++bi)
@@ -295,7 +320,7 @@ class jacobi_program final : public program {
   unsigned iters_;
   region g_;  // both grids in one allocation
   std::vector<D_t> D_;
-  std::vector<float> expected_;
+  floats expected_;
 };
 
 // ---------------------------------------------------------------- blocked Matmul
@@ -374,7 +399,7 @@ class matmul_program final : public program {
   std::size_t nb_, bs_;
   std::vector<region> A_, B_, C_;
   std::vector<D_t> D_;
-  std::vector<std::vector<float>> expected_;
+  std::vector<floats> expected_;
 };
 
 // ---------------------------------------------------------------- SparseLU
@@ -401,7 +426,7 @@ class sparselu_program final : public program {
     for (std::size_t b = 0; b < nb * nb; ++b)
       if (present_[b]) blocks_[b].v.resize(bs * bs);
     reset();
-    std::vector<std::vector<float>> m(nb * nb);
+    std::vector<floats> m(nb * nb);
     for (std::size_t b = 0; b < nb * nb; ++b) m[b] = blocks_[b].v;
     factor_sequential(m);
     expected_ = std::move(m);
@@ -499,7 +524,7 @@ class sparselu_program final : public program {
         for (std::size_t j = 0; j < n; ++j) inner[i * n + j] -= rik * col[k * n + j];
       }
   }
-  void factor_sequential(std::vector<std::vector<float>>& m) const {
+  void factor_sequential(std::vector<floats>& m) const {
     auto B = [&](std::size_t i, std::size_t j) { return m[i * nb_ + j].data(); };
     auto has = [&](std::size_t i, std::size_t j) { return present_[i * nb_ + j] != 0; };
     for (std::size_t k = 0; k < nb_; ++k) {
@@ -517,7 +542,7 @@ class sparselu_program final : public program {
   std::size_t nb_, bs_, nodes_ = 1;
   std::vector<region> blocks_;
   std::vector<char> present_, initial_;
-  std::vector<std::vector<float>> expected_;
+  std::vector<floats> expected_;
 };
 
 /// Problem sizes of one suite run.

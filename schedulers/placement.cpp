@@ -5,6 +5,15 @@
 #include <sinew/error.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <numa.h>
+#include <numaif.h>
+#include <unistd.h>
 
 namespace sinew {
 
@@ -214,6 +223,93 @@ page_map placer::place(std::size_t bytes, int toucher_node) {
   }
   m.policy_ = effective_;
   return m;
+}
+
+// ---- binding (libnuma) ------------------------------------------------------------
+
+namespace {
+
+bool libnuma_usable() noexcept {
+  static const bool ok = numa_available() >= 0;
+  return ok;
+}
+
+std::size_t os_page_size() noexcept {
+  static const std::size_t ps = std::size_t(sysconf(_SC_PAGESIZE));
+  return ps;
+}
+
+// OS node id of each topology node: the node of its first cpu.
+std::vector<int> os_nodes(const topology& t) {
+  std::vector<int> ids(t.nodes(), -1);
+  for (std::size_t n = 0; n < t.nodes(); ++n)
+    if (!t.cores(n).empty()) ids[n] = numa_node_of_cpu(t.cores(n).front());
+  return ids;
+}
+
+void check_aligned(const void* p, std::size_t page_size, const char* who) {
+  if (reinterpret_cast<std::uintptr_t>(p) % page_size != 0)
+    throw error(std::string(who) + ": address is not aligned to the page size (" + std::to_string(page_size) +
+                " bytes)");
+}
+
+}  // namespace
+
+bool placer::binds() const noexcept { return !topo_.synthetic() && topo_.nodes() > 1 && libnuma_usable(); }
+
+page_map placer::bind(void* p, std::size_t bytes, int toucher_node) {
+  check_aligned(p, page_size_, "placer::bind");
+  page_map m = place(bytes, toucher_node);
+  if (!binds() || bytes == 0) return m;
+  if (page_size_ != os_page_size())
+    throw error("placer::bind: page size " + std::to_string(page_size_) + " differs from the OS page size " +
+                std::to_string(os_page_size()));
+  const std::vector<int> ids = os_nodes(topo_);
+  auto to_node = [&](std::size_t off, std::size_t len, int node) {
+    if (node < 0) return;  // first touch decides
+    const int os = ids[std::size_t(node)];
+    if (os < 0) throw error("placer::bind: node " + std::to_string(node) + " has no OS node id");
+    unsigned long mask[16] = {};
+    if (os >= int(sizeof(mask) * 8)) throw error("placer::bind: OS node id " + std::to_string(os) + " too large");
+    mask[std::size_t(os) / (8 * sizeof(unsigned long))] |= 1ul << (std::size_t(os) % (8 * sizeof(unsigned long)));
+    if (mbind(static_cast<char*>(p) + off, len, MPOL_BIND, mask, sizeof(mask) * 8, MPOL_MF_MOVE) != 0)
+      throw error("placer::bind: mbind to node " + std::to_string(node) + " failed: " + std::strerror(errno));
+  };
+  const std::size_t pages = m.pages();
+  if (m.home_node() >= 0 || pages <= 1) {
+    to_node(0, bytes, m.node_of_page(0));
+  } else {  // page by page (fine), each run of one node in one call
+    std::size_t first = 0;
+    for (std::size_t i = 1; i <= pages; ++i)
+      if (i == pages || m.node_of_page(i) != m.node_of_page(first)) {
+        to_node(first * page_size_, std::min(bytes, i * page_size_) - first * page_size_, m.node_of_page(first));
+        first = i;
+      }
+  }
+  return m;
+}
+
+page_map query_pages(const topology& t, const void* p, std::size_t bytes) {
+  if (t.synthetic()) throw error("query_pages: needs the machine's topology, not a synthetic one");
+  const std::size_t ps = os_page_size();
+  check_aligned(p, ps, "query_pages");
+  const std::size_t pages = (bytes + ps - 1) / ps;
+  std::vector<int> nodes(pages, -1);
+  if (pages != 0 && libnuma_usable()) {
+    std::vector<void*> addr(pages);
+    std::vector<int> status(pages, -1);
+    for (std::size_t i = 0; i < pages; ++i) addr[i] = const_cast<char*>(static_cast<const char*>(p)) + i * ps;
+    if (numa_move_pages(0, pages, addr.data(), nullptr, status.data(), 0) != 0)
+      throw error(std::string("query_pages: move_pages failed: ") + std::strerror(errno));
+    const std::vector<int> ids = os_nodes(t);
+    for (std::size_t i = 0; i < pages; ++i)
+      for (std::size_t n = 0; n < ids.size(); ++n)
+        if (status[i] >= 0 && ids[n] == status[i]) nodes[i] = int(n);
+  } else if (pages != 0 && t.nodes() == 1) {
+    // No libnuma (e.g. a kernel without NUMA): every page is on the only node.
+    std::fill(nodes.begin(), nodes.end(), 0);
+  }
+  return page_map::explicit_pages(bytes, t.nodes(), std::move(nodes), ps);
 }
 
 }  // namespace sinew

@@ -15,14 +15,16 @@
 /// |            |                                                               | advances a counter per allocation      |
 /// | `automatic`| ("auto") Table 3 heuristic, see `choose_placement()`          | resolves to one of the three above     |
 ///
-/// **This is an accounting model.** `placer::place()` computes where the pages
-/// of a buffer live (a `page_map`) so that the `deal` scheduler can compute
-/// D[j] = bytes of a unit's data on node j (`bytes_per_node()`) and tests can
-/// count remote bytes exactly on a synthetic topology. It does not move or
-/// bind memory (no libnuma/mbind calls); on a real multi-node machine a
-/// `standard` buffer is reported as "unknown" (-1), since first touch decides.
-/// Page indices are counted from the start of the buffer, i.e. the model
-/// assumes the buffer starts on a page boundary.
+/// `placer::place()` computes where the pages of a buffer live (a `page_map`)
+/// so that the `deal` scheduler can compute D[j] = bytes of a unit's data on
+/// node j (`bytes_per_node()`) and tests can count remote bytes exactly on a
+/// synthetic topology: there it is an accounting model. `placer::bind()`
+/// also moves memory: on a real machine with several nodes it binds the
+/// pages of a buffer as the map says, through libnuma (`numa_tonode_memory`,
+/// i.e. mbind), and `query_pages()` asks the OS (`move_pages`) where pages
+/// really are. On a real multi-node machine a `standard` buffer is reported
+/// as "unknown" (-1), since first touch decides. Page indices are counted
+/// from the start of the buffer, i.e. the buffer starts on a page boundary.
 #include <atomic>
 #include <cstddef>
 #include <string>
@@ -161,6 +163,18 @@ std::size_t unknown_bytes(const page_map& map, std::size_t offset, std::size_t l
 /// sinew::placer a(topo, sinew::placement::automatic, {1, 16});
 /// a.effective_policy();   // placement::fine
 /// \endcode
+/// Where the pages of `[p, p + bytes)` are now, from the OS (`move_pages`):
+/// an explicit map over `t`'s nodes (a node is identified by the OS node of
+/// its first cpu); pages not touched yet, or on a node `t` does not have, are
+/// unknown (-1). `t` must be the machine's topology (not synthetic) and `p`
+/// page-aligned, else `sinew::error`.
+///
+/// \code
+/// auto m = sinew::query_pages(sinew::topology::detect(), p, bytes);
+/// m.node_of_page(0);   // 0 on a one-node machine once the page is touched
+/// \endcode
+page_map query_pages(const topology& t, const void* p, std::size_t bytes);
+
 class placer {
  public:
   /// `policy == automatic` needs `hint` with both counts > 0 (else throws
@@ -177,6 +191,23 @@ class placer {
   /// node 0; `coarse` puts buffer k (k-th call, from 0) on node k % nodes.
   /// Throws `sinew::error` if `toucher_node` is not -1 or a node.
   page_map place(std::size_t bytes, int toucher_node = -1);
+
+  /// Like `place()`, then, when `binds()`, binds the pages of `[p, p +
+  /// bytes)` to the nodes of the map (`fine`: page by page). The map is what
+  /// the memory will hold once touched; pages already touched elsewhere are
+  /// moved (MPOL_MF_MOVE). Without binding the memory is left alone. Throws
+  /// `sinew::error` if `p` is not aligned to the page size, or if binding is
+  /// asked with a page size other than the OS's or the OS refuses.
+  ///
+  /// \code
+  /// sinew::placer coarse(sinew::topology::current(), sinew::placement::coarse);
+  /// void* p = std::aligned_alloc(4096, 1 << 20);
+  /// sinew::page_map m = coarse.bind(p, 1 << 20);   // bound to node 0 on a NUMA machine
+  /// \endcode
+  page_map bind(void* p, std::size_t bytes, int toucher_node = -1);
+  /// Whether `bind()` binds memory: a real (not synthetic) topology with more
+  /// than one node, and libnuma usable on this machine.
+  bool binds() const noexcept;
 
   placement policy() const noexcept { return policy_; }
   /// `policy()` with `automatic` resolved.
