@@ -1,5 +1,5 @@
 # Sinew convenience driver around CMake/CTest.
-#   make test | run | bench | bench-quick | tsan | asan | install | clean
+#   make test | run | bench | bench-quick | tsan | asan | fuzz | install | clean
 # Extra CMake options: make CMAKE_FLAGS="-DSINEW_AVX2=ON" build
 
 BUILD       = build
@@ -8,11 +8,14 @@ PREFIX      = /usr/local
 JOBS       := $(shell nproc)
 CMAKE_FLAGS =
 
+FUZZ_BUILD  = build-fuzz
+FUZZ_SECONDS = 60
+FUZZ_TARGETS = fuzz_graph_file fuzz_records fuzz_lines fuzz_ppm fuzz_tcp
 TSAN_BUILD  = build-tsan
 ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
 
-.PHONY: all deps configure build test run bench bench-quick tsan asan install clean
+.PHONY: all deps configure build test run bench bench-quick tsan asan fuzz install clean
 
 all: build
 
@@ -55,8 +58,15 @@ asan: deps
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 		$(ASAN_BUILD)/tests/sinew-tests
 
+# libFuzzer over every parser, FUZZ_SECONDS each (clang), from tests/fuzz/corpus.
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DSINEW_FUZZ=ON \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF -DSINEW_TEST_DISCOVERY=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_BUILD)/artifacts
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-fuzz
