@@ -79,7 +79,9 @@ std::vector<T> as_vector(const array<T, 2>& a) {
 struct order_log {
   std::vector<std::array<std::size_t, 3>>* log;  // (local id, k0, k1)
   std::size_t n = 3;
-  int mode = 0;  // 0: loop, 1: nest, 2: divergent loop (item i runs i iterations), 3: loop_where (odd items)
+  int mode = 0;  // 0: loop, 1: nest, 2: divergent loop (item i runs i iterations), 3: loop_where (odd items),
+                // 4: loop declaring `declared`
+  std::array<mem_access, 1> declared{};
   static constexpr std::array<mem_access, 1> prefers_bf{mem_access{1, 0}};  // W0 L1
   static constexpr std::array<mem_access, 1> prefers_df{mem_access{0, 1}};  // W1 L0
 
@@ -98,16 +100,18 @@ struct order_log {
     if (mode == 3)
       g.loop_where([](const item& it) { return it.lin % 2 == 1; }, n, prefers_bf,
                    [&](const item& it, std::size_t k) { rec(it, k, 0); });
+    if (mode == 4) g.loop(n, declared, [&](const item& it, std::size_t k) { rec(it, k, 0); });
     g.each([&](const item& it) {
       if (it.in_range()) y[it.g[0]] = int(it.lin);
     });
   }
 };
 
-std::vector<std::array<std::size_t, 3>> run_logged(int mode, std::size_t items, order_policy p) {
+std::vector<std::array<std::size_t, 3>> run_logged(int mode, std::size_t items, order_policy p,
+                                                   mem_access declared = {}) {
   std::vector<std::array<std::size_t, 3>> log;
   std::vector<int> x(items, 0), y;
-  graph g(group_kernel<order_log>(range1d{items}, order_log{&log, 3, mode}, {.order = p}));
+  graph g(group_kernel<order_log>(range1d{items}, order_log{&log, 3, mode, {declared}}, {.order = p}));
   g.run(from_arrays(x), into_arrays(y)).get();
   return log;
 }
@@ -331,6 +335,14 @@ TEST_CASE("group order rule picks the order of seed 002 Table 1", "[group]") {
 TEST_CASE("group loops run work-items in the order the policy picks", "[group]") {
   const std::size_t items = 4, n = 3;
   auto df = depth_first_order(items, n), bf = breadth_first_order(items, n);
+  // A kernel declaring one access of each class of Table 1 runs in the order the table gives.
+  const long strides[3] = {0, 1, 7};
+  const bool table_bf[3][3] = {{false, false, false}, {true, false, false}, {true, true, false}};
+  for (int l = 0; l < 3; ++l)
+    for (int w = 0; w < 3; ++w) {
+      INFO("loop stride " << strides[l] << ", item stride " << strides[w]);
+      CHECK(run_logged(4, items, order_policy::declared, mem_access{strides[l], strides[w]}) == (table_bf[l][w] ? bf : df));
+    }
   CHECK(run_logged(0, items, order_policy::depth_first) == df);
   CHECK(run_logged(0, items, order_policy::breadth_first) == bf);
   CHECK(run_logged(0, items, order_policy::declared) == bf);  // the loop declares a W0 L1 access
