@@ -107,6 +107,19 @@ TEST_CASE("io a blocked read_fd is interrupted by stop and drains what it accept
   CHECK(f.stats().units_out == 5);
 }
 
+TEST_CASE("io cancel wakes a blocked read_fd", "[io][tsan]") {
+  pipe_pair in;
+  float rec[8] = {};
+  REQUIRE(write_all(in.w, rec, sizeof rec));  // one record; the pipe stays open
+  std::atomic<int> seen{0};
+  graph g(map<bump<float>>());
+  auto f = g.run(io::read_fd(in.r, io::record_layout::of<float>(shape::d1(8))),
+                 for_each([&](const work_unit&) { seen++; }));
+  REQUIRE(eventually([&] { return seen.load() == 1; }));
+  f.cancel();
+  CHECK_THROWS_AS(f.get(), sinew::cancelled);
+}
+
 TEST_CASE("io a partial record on a pipe is an error after the whole ones", "[io]") {
   pipe_pair in;
   std::vector<std::uint8_t> bytes(3 * 10 + 4, 9);
