@@ -1,5 +1,5 @@
 # Sinew convenience driver around CMake/CTest.
-#   make test | run | bench | bench-quick | tsan | asan | fuzz | install | clean
+#   make test | run | bench | bench-quick | tsan | asan | fuzz | soak | install | clean
 # Extra CMake options: make CMAKE_FLAGS="-DSINEW_AVX2=ON" build
 
 BUILD       = build
@@ -15,7 +15,7 @@ TSAN_BUILD  = build-tsan
 ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
 
-.PHONY: all deps configure build test run bench bench-quick tsan asan fuzz install clean
+.PHONY: all deps configure build test run bench bench-quick tsan asan fuzz soak install clean
 
 all: build
 
@@ -57,6 +57,11 @@ asan: deps
 	ASAN_OPTIONS="detect_leaks=1" \
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 		$(ASAN_BUILD)/tests/sinew-tests
+
+# The 10-minute stream soak (tests/test_soak.cpp); SOAK_SECONDS to shorten it.
+SOAK_SECONDS = 600
+soak: build
+	SINEW_SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/tests/sinew-tests "[.soak]"
 
 # libFuzzer over every parser, FUZZ_SECONDS each (clang), from tests/fuzz/corpus.
 fuzz: deps

@@ -144,7 +144,9 @@ kernel_registry& kernel_registry::global() {
 
 kernel_args kernel_registry::bind(const kernel_info& k, const std::map<std::string, arg_value>& given) const {
   std::map<std::string, arg_value> out;
-  for (auto& [name, v] : given) {
+  for (const auto& entry : given) {
+    const std::string& name = entry.first;
+    const arg_value& v = entry.second;
     auto p = std::find_if(k.params.begin(), k.params.end(), [&](const kernel_param& q) { return q.name == name; });
     if (p == k.params.end()) {
       std::string known;
