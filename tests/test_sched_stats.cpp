@@ -8,6 +8,7 @@
 #include "test_sched_common.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -207,4 +208,40 @@ TEST_CASE("tbb: one arena per node, tasks go to the arena of their hint", "[sche
   CHECK(sum.load() == 10'000);
   std::vector<std::uint64_t> two = {1, 2};
   CHECK_THROWS_WITH(s.submit([] {}, {.bytes_on_node = two}), Catch::Contains("tbb_scheduler::submit"));
+}
+
+TEST_CASE("the README scheduler-library example runs on a synthetic 4x4 topology", "[sched3][scheduler]") {
+  // As in README.md ("Using the scheduler alone"), with topology::current()
+  // replaced by a synthetic 4 x 4 one so that the numbers are exact here.
+  const topology topo = line4x4();
+  deal_scheduler s(topo);
+  placer coarse(topo, placement::coarse);
+  std::vector<float*> blocks;
+  std::vector<std::vector<std::uint64_t>> D;
+  for (int k = 0; k < 64; ++k) {
+    float* b = static_cast<float*>(std::aligned_alloc(4096, 1 << 20));
+    page_map m = coarse.bind(b, 1 << 20);
+    blocks.push_back(b);
+    auto d = bytes_per_node(m, 0, m.bytes());
+    D.emplace_back(d.begin(), d.end());
+  }
+  auto scale = [](float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = float(i) * 0.5f;
+  };
+  task_group g(s);
+  for (int k = 0; k < 64; ++k) g.run([&, k] { scale(blocks[k], 1 << 18); }, {.bytes_on_node = D[k]});
+  g.wait();
+  auto st = settled_stats(s, 64);  // the README reads s.stats() at once; tasks are counted just after
+  CHECK(st.hinted_bytes() == 64u << 20);
+  CHECK(st.remote_bytes() == 0);  // 16 tasks per node queue: under the steal threshold (80)
+  CHECK(st.steals_remote() == 0);
+  CHECK(st.load_balance() > 0.0);
+  CHECK(st.load_balance() <= 1.0);
+  std::uint64_t tasks = 0;
+  for (const auto& w : st.workers) tasks += w.tasks;
+  CHECK(tasks == 64);
+  for (float* b : blocks) {
+    CHECK(b[(1 << 18) - 1] == float((1 << 18) - 1) * 0.5f);
+    std::free(b);
+  }
 }
