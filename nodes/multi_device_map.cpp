@@ -111,22 +111,42 @@ class multi_device_exec final : public executable {
 
     std::unique_lock<std::mutex> lk(m_);
     per_size& ps = state_for(size);
+    // One tuning execution at a time: its timings must not include another
+    // unit of this node. Units arriving meanwhile (a farm, a deep queue) run
+    // with the current proposal and are not reported. Nobody waits on the
+    // lock while a unit runs: a worker waiting in parallel_for may pick up
+    // another activation of this very stage.
     const bool tuning = !ps.tuner.tuned();
+    const bool passenger = tuning && ps.busy;
+    if (tuning && !passenger) ps.busy = true;
     std::vector<double> w = ps.tuner.weights();
-    // Tuning executions run one at a time (their timings must not include
-    // another unit of this node); tuned ones run concurrently.
-    if (!tuning) lk.unlock();
+    lk.unlock();
 
     std::vector<device_share> shares = split_shares(rows, w, gran_);
-    std::vector<share_timing> t = run_shares(shares, a);
+    std::vector<share_timing> t;
+    try {
+      t = run_shares(shares, a);
+    } catch (...) {
+      if (tuning && !passenger) {
+        lk.lock();
+        ps.busy = false;
+      }
+      throw;
+    }
 
-    if (!lk.owns_lock()) lk.lock();
-    const bool was_tuned = ps.tuner.tuned();
-    ps.tuner.report(shares, t);
-    if (ps.tuner.tuned() && (!was_tuned || ps.tuner.retunes() != ps.retunes)) cache_store(size, ps.tuner.weights());
-    if (!ps.tuner.tuned() && was_tuned && o_.use_cache) cache().erase(key(size));
-    const bool counted = tuning || ps.tuner.retunes() != ps.retunes;
-    ps.retunes = ps.tuner.retunes();
+    lk.lock();
+    if (tuning && !passenger) ps.busy = false;
+    bool counted = false;
+    // A unit that started tuned reports only while the weights still are
+    // (another unit may have started a re-tuning meanwhile).
+    if (tuning ? !passenger : ps.tuner.tuned()) {
+      const bool was_tuned = ps.tuner.tuned();
+      ps.tuner.report(shares, t);
+      if (ps.tuner.tuned() && (!was_tuned || ps.tuner.retunes() != ps.retunes)) cache_store(size, ps.tuner.weights());
+      if (!ps.tuner.tuned() && was_tuned && o_.use_cache) cache().erase(key(size));
+      counted = tuning || ps.tuner.retunes() != ps.retunes;
+      ps.retunes = ps.tuner.retunes();
+    }
     record(a.seq, size, ps, std::move(shares), std::move(t), counted);
   }
 
@@ -135,6 +155,7 @@ class multi_device_exec final : public executable {
     explicit per_size(const balance_policy& p, std::size_t n) : tuner(p, n) {}
     balance_tuner tuner;
     unsigned retunes = 0;
+    bool busy = false;  // a tuning execution is running
   };
 
   balance_cache& cache() const { return o_.cache ? *o_.cache : balance_cache::global(); }

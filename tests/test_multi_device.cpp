@@ -121,6 +121,16 @@ TEST_CASE("a multi-device map stands in a pipeline and a farm", "[balance][tsan]
   sinew::graph(sinew::farm(m, 3)).run(in, got_farm).get();
   CHECK(got_farm == want1);
   CHECK(sinew::device_stats(m).units == 40);
+
+  // Replicas running while a tuning execution is in flight are not fed to
+  // the search: exhaustive at 25% over 3 devices tries exactly its 15 splits.
+  std::vector<std::vector<float>> same(300, std::vector<float>(4000, 0.5f)), out;
+  sinew::node ex = sinew::multi_device_map(host_and_sims(), sinew::balance::exhaustive(0.25), {.cache = &cache});
+  sinew::graph(sinew::farm(ex, 3)).run(same, out).get();
+  auto st = sinew::device_stats(ex);
+  CHECK(st.units == 300);
+  CHECK(st.tuned);
+  CHECK(st.tuning_executions == 15);
 }
 
 namespace {

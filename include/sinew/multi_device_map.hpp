@@ -18,9 +18,11 @@
 /// submit to the graph's scheduler and then wait on it from outside).
 ///
 /// Tuning executions (until the balancer says it is tuned) process real
-/// units, one at a time, so that their timings are not disturbed by other
-/// units of the same node; tuned units run concurrently. Weights are
-/// cached per (node path, unit size, device set) in a `balance_cache`.
+/// units, one at a time; units of the same node that arrive meanwhile (a
+/// farm of it, a deep queue) run with the current proposal and their times
+/// are not fed back, so they cannot disturb the search. Tuned units run
+/// concurrently. Weights are cached per (node path, unit size, device set)
+/// in a `balance_cache`.
 ///
 /// \code
 /// struct Series { void operator()(sinew::index i, coeff* c) const; };
