@@ -69,6 +69,11 @@
 namespace sinew {
 
 /// A 1-, 2- or 3-D index space; dimension 0 is the outermost.
+///
+/// \code
+/// sinew::range r = sinew::range2d{1080, 1920};   // rows, columns
+/// assert(r.rank == 2 && r.count() == 1080 * 1920 && r[2] == 1);
+/// \endcode
 struct range {
   unsigned rank = 1;
   std::array<std::size_t, 3> ext{1, 1, 1};
@@ -100,6 +105,10 @@ enum class order_policy {
   breadth_first,  ///< always breadth-first
 };
 
+/// \code
+/// auto leaf = sinew::group_kernel<Stencil>(sinew::range2d{16, 16}, Stencil{},
+///                                          {.order = sinew::order_policy::measured, .groups_per_task = 4});
+/// \endcode
 struct group_options {
   order_policy order = order_policy::declared;
   /// measured: calibration groups per candidate order (the first
@@ -110,6 +119,12 @@ struct group_options {
 };
 
 /// One work-item as a region body sees it.
+///
+/// \code
+/// g.each([&](const sinew::item& it) {
+///   if (it.in_range()) out(it.global_id(0), it.global_id(1)) = tile[it.local_linear()];
+/// });
+/// \endcode
 struct item {
   std::size_t lin;                 ///< local linear id (row-major in the group)
   std::array<std::size_t, 3> l;    ///< local id per dimension
@@ -124,6 +139,12 @@ struct item {
 };
 
 /// A value per work-item that lives across barriers, indexed by the item.
+///
+/// \code
+/// auto sum = g.per_item<int>();                                  // all 0
+/// g.each([&](const sinew::item& it) { sum[it] = x[it.global_id(0)]; });
+/// g.each([&](const sinew::item& it) { y[it.global_id(0)] = sum[it] * 2; });  // after a barrier
+/// \endcode
 template <class T>
 class per_item_array {
  public:
@@ -139,6 +160,12 @@ class per_item_array {
 };
 
 /// The accesses a loop declares: a braced list, a std::array or a span.
+///
+/// \code
+/// g.loop(n, {sinew::mem_access{1, 0}, sinew::mem_access{0, 1}}, body);   // braced list
+/// static constexpr std::array<sinew::mem_access, 1> acc{sinew::mem_access{1, 0}};
+/// g.loop(n, acc, body);                                                 // array
+/// \endcode
 class access_list {
  public:
   access_list(std::initializer_list<mem_access> l) : s_(l.begin(), l.size()) {}

@@ -44,6 +44,11 @@ constexpr stride_class classify_stride(long s) noexcept {
 /// index grows by one, and when the work-item id along the fastest dimension
 /// of the work-group (the last one) grows by one. Use `any_stride` for
 /// strides that are neither 0 nor 1 (indirect or data-dependent indices).
+///
+/// \code
+/// sinew::mem_access a{1, 0};    // arr[k]: stride 1 along the loop, 0 along the work-items
+/// assert(sinew::prefers(a) == sinew::preference::breadth_first);
+/// \endcode
 struct mem_access {
   static constexpr long any_stride = 2;
   long loop = 0;
