@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "test_common.hpp"
+#include "test_sched_common.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -20,51 +21,17 @@
 #include <sinew/placement.hpp>
 
 using namespace sinew;
+using sched_test::line4x4;
+using sched_test::MiB;
+using sched_test::scaled;
+using sched_test::wait_for_count;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool tsan = true;
-#else
-constexpr bool tsan = false;
-#endif
-constexpr std::size_t scaled(std::size_t normal, std::size_t under_tsan) {
-  return tsan ? under_tsan : normal;
-}
-
-constexpr std::uint64_t MiB = std::uint64_t(1) << 20;
-
-// 4 nodes in a line: 0 - 1 - 2 - 3. LLC 4 MiB, so the size threshold of
-// Algorithm 1 is 4 MiB / 4 cores = 1 MiB; the steal thresholds of
-// Algorithm 2 are distance * 4: 80, 120, 160.
-topology line4x4() {
-  return topology::synthetic(4, 4,
-                             {{10, 20, 30, 40},  //
-                              {20, 10, 20, 30},
-                              {30, 20, 10, 20},
-                              {40, 30, 20, 10}},
-                             4 * MiB);
-}
-
 using D4 = std::vector<std::uint64_t>;
 
-bool wait_for_count(const std::atomic<std::size_t>& c, std::size_t target,
-                    std::chrono::seconds timeout = std::chrono::seconds(30)) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (c.load() < target) {
-    if (std::chrono::steady_clock::now() - t0 > timeout) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
-
 // A task counts as run just after its function returns: let counters catch up.
-void settle(const scheduler& s, std::size_t tasks_run) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (s.stats().tasks_run < tasks_run &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
+void settle(const scheduler& s, std::size_t tasks_run) { (void)sched_test::settled_stats(s, tasks_run); }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "test_common.hpp"
+#include "test_sched_common.hpp"
 
 #include <sys/resource.h>
 
@@ -22,28 +23,11 @@
 
 using namespace sinew;
 using sinew::detail::chase_lev_deque;
+using sched_test::scaled;
+using sched_test::settled_stats;
+using sched_test::wait_for_count;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool tsan = true;
-#else
-constexpr bool tsan = false;
-#endif
-constexpr std::size_t scaled(std::size_t normal, std::size_t under_tsan) {
-  return tsan ? under_tsan : normal;
-}
-
-// Polls until `c` reaches `target` or `timeout` passes; returns whether it did.
-bool wait_for_count(const std::atomic<std::size_t>& c, std::size_t target,
-                    std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (c.load() < target) {
-    if (std::chrono::steady_clock::now() - t0 > timeout) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
 
 void spin_for(std::chrono::microseconds d) {
   auto t0 = std::chrono::steady_clock::now();
@@ -53,16 +37,6 @@ void spin_for(std::chrono::microseconds d) {
 
 bool all_once(const std::vector<std::atomic<std::uint8_t>>& v) {
   return std::all_of(v.begin(), v.end(), [](const auto& x) { return x.load() == 1; });
-}
-
-// A task counts as run just after its function returns, so just after the
-// test saw its effect: let the counters catch up.
-scheduler_stats settled_stats(const scheduler& s, std::size_t tasks_run) {
-  auto t0 = std::chrono::steady_clock::now();
-  while (s.stats().tasks_run < tasks_run &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return s.stats();
 }
 
 using steal_r = chase_lev_deque<std::uint32_t>::steal_result;
@@ -401,7 +375,9 @@ TEST_CASE("steal_scheduler: tasks submitted by a worker are stolen by the others
           "[steal][scheduler][tsan]") {
   steal_scheduler s(2);
   std::atomic<std::size_t> done{0};
-  const std::size_t kids = 200;
+  // 100 ms of work on one deque: the other worker gets a core in that time
+  // even on a loaded machine.
+  const std::size_t kids = 1000;
   s.submit([&] {
     for (std::size_t i = 0; i < kids; ++i)
       s.submit([&] {
