@@ -87,7 +87,17 @@ void measure_case(sb::context& ctx, kernel_case& kc) {
   const auto& df = one("group/depth-first", order_policy::depth_first);
   const auto& bf = one("group/breadth-first", order_policy::breadth_first);
   const auto& measured = one("group/measured", order_policy::measured);
-  if (chosen.stats.n == 0 || df.stats.n == 0 || bf.stats.n == 0) return;  // --variant filter
+  const sb::series* cl = nullptr;
+  if (kc.run_cl)
+    cl = &ctx.measure({.name = kc.name + " pocl",
+                       .unit = "ms",
+                       .better = sb::lower,
+                       .setup = kc.poison_cl,
+                       .run = kc.run_cl,
+                       .to_metric = ms,
+                       .check = kc.check_cl,
+                       .note = "graphs/kernels, USE_HOST_PTR buffers"});
+  if (chosen.stats.n == 0 || df.stats.n == 0 || bf.stats.n == 0) return;  // --variant filter: no ratios
   // Fastest run of each variant: the variants of one kernel run the same
   // code but at different moments, and the fastest run is the estimate
   // least disturbed by other load on a shared machine.
@@ -100,18 +110,8 @@ void measure_case(sb::context& ctx, kernel_case& kc) {
             std::string("order not chosen / chosen (") + order_name(kc.rule) + ")");
   if (measured.stats.n) ctx.ratio(k + ".measured_over_best", measured.time.min / better, 1.10, sb::lower,
                                   "measured-order time / faster of DF and BF (fastest runs)");
-  if (kc.run_cl) {
-    const auto& cl = ctx.measure({.name = kc.name + " pocl",
-                                  .unit = "ms",
-                                  .better = sb::lower,
-                                  .setup = kc.poison_cl,
-                                  .run = kc.run_cl,
-                                  .to_metric = ms,
-                                  .check = kc.check_cl,
-                                  .note = "graphs/kernels, USE_HOST_PTR buffers"});
-    if (cl.stats.n) ctx.ratio(k + ".pocl_over_group", cl.time.min / t_c, 1.0, sb::higher,
-                              "PoCL kernel time / group leaf time, declared order (fastest runs)");
-  }
+  if (cl && cl->stats.n) ctx.ratio(k + ".pocl_over_group", cl->time.min / t_c, 1.0, sb::higher,
+                                   "PoCL kernel time / group leaf time, declared order (fastest runs)");
 }
 
 /// "" if `got` holds the values of `want`, else where it differs.
