@@ -57,6 +57,16 @@ cl::kernel_spec image_spec(const char* file, const char* kernel, std::vector<spe
   return s;
 }
 
+/// A saxpy leaf whose source no other run has built (`tag` in a comment).
+cl::kernel_spec unique_saxpy(const std::string& tag, const char* file) {
+  cl::kernel_spec s = saxpy_spec(3.0f);
+  s.file = file;
+  s.source = "// " + tag + "\n" +
+             "__kernel void saxpy(__global const float* x, __global const float* y, __global float* z, const float a,"
+             " const uint n) { size_t i = get_global_id(0); if (i < n) z[i] = a * x[i] + y[i]; }";
+  return s;
+}
+
 /// Restores an environment variable when the test ends.
 struct env_guard {
   std::string name, old;
@@ -360,11 +370,7 @@ TEST_CASE("opencl: programs come from the disk cache, corrupt files are rebuilt"
   env_guard env("SINEW_CACHE_DIR", dir.string());
   CHECK(cl::program_cache_dir() == dir.string());
   // A source no earlier run has built (unique comment).
-  cl::kernel_spec s = saxpy_spec(3.0f);
-  s.file = "saxpy-cache-test.cl";
-  s.source = "// " + dir.string() + "\n" +
-             "__kernel void saxpy(__global const float* x, __global const float* y, __global float* z, const float a,"
-             " const uint n) { size_t i = get_global_id(0); if (i < n) z[i] = a * x[i] + y[i]; }";
+  cl::kernel_spec s = unique_saxpy(dir.string(), "saxpy-cache-test.cl");
   auto c0 = cl::program_cache_stats();
   cl::kernel_leaf(s);
   auto c1 = cl::program_cache_stats();
@@ -508,4 +514,39 @@ TEST_CASE("opencl: chunked overlap moves each byte once and matches the unchunke
   CHECK(after.download_bytes - before.download_bytes == 37 * 29 * 4);
   auto rref = wl::mirror_reference(wl::solarize_reference(imgs[0], 90));
   for (std::size_t i = 0; i < rref.size(); ++i) REQUIRE(res.at(0)[i] == rref[i]);
+}
+
+// Run by the test below in two processes at once (hidden: not run alone).
+TEST_CASE("opencl: cache child process builds and runs a kernel", "[.opencl_cache_child]") {
+  const char* tag = std::getenv("SINEW_TEST_CACHE_TAG");
+  REQUIRE(tag);
+  cl::kernel_spec s = unique_saxpy(tag, "saxpy-race.cl");
+  std::vector<float> x(64, 1.0f), y(64, 1.0f), z(64);
+  sinew::graph(cl::kernel_leaf(s)).run(sinew::from_arrays(x, y), sinew::into_arrays(z)).get();
+  REQUIRE(z[63] == 4.0f);
+}
+
+TEST_CASE("opencl: processes building the same program at once share the disk cache safely", "[opencl]") {
+  if (!have_device()) return;
+  auto dir = temp_dir("race");
+  std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string env = "SINEW_CACHE_DIR='" + dir.string() + "' SINEW_TEST_CACHE_TAG='" + dir.filename().string() + "' ";
+  std::string child = env + "'" + exe + "' '[.opencl_cache_child]' >/dev/null 2>&1";
+  // Four builders at once, then one more that must find the binary on disk.
+  std::string cmd = "pids=''; for i in 1 2 3 4; do " + child + " & pids=\"$pids $!\"; done; rc=0; "
+                    "for p in $pids; do wait $p || rc=1; done; exit $rc";
+  CHECK(std::system(cmd.c_str()) == 0);
+  std::vector<std::filesystem::path> files;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  REQUIRE(files.size() == 1);  // one complete binary, no temporary file left behind
+  CHECK(files[0].extension() == ".clbin");
+  // The file is a complete, loadable binary: this process finds it on disk.
+  env_guard g("SINEW_CACHE_DIR", dir.string());
+  cl::kernel_spec s = unique_saxpy(dir.filename().string(), "saxpy-race.cl");
+  auto c0 = cl::program_cache_stats();
+  cl::kernel_leaf(s);
+  auto c1 = cl::program_cache_stats();
+  CHECK(c1.disk_hits - c0.disk_hits == 1);
+  CHECK(c1.built == c0.built);
+  std::filesystem::remove_all(dir);
 }
