@@ -4,6 +4,7 @@
 // deal_scheduler.hpp for the policy and the paper; this file's comments
 // cover the concurrency protocols (which follow steal_scheduler.cpp's).
 #include <sinew/deal_scheduler.hpp>
+#include <sinew/trace.hpp>
 
 #include "locality.hpp"
 #include "worker_common.hpp"
@@ -310,6 +311,8 @@ struct deal_scheduler::impl {
       }
       if (task* t = take(v, [&](std::size_t l) { return may_steal(n, v, l); })) {
         w.steals_remote.fetch_add(1, std::memory_order_relaxed);
+        if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
+          trace::emit_instant("steal", "steal", trace::now_ns(), {{"from_node", v}, {"to", w.index}});
         return t;  // ONE task, then back to the own queue
       }
       contended = true;

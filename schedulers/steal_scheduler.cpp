@@ -4,6 +4,7 @@
 #include <sinew/detail/chase_lev_deque.hpp>
 #include <sinew/error.hpp>
 #include <sinew/steal_scheduler.hpp>
+#include <sinew/trace.hpp>
 
 #include "locality.hpp"
 #include "worker_common.hpp"
@@ -255,6 +256,8 @@ struct steal_scheduler::impl {
       if (r == detail::chase_lev_deque<task*>::steal_result::success) {
         w.steals.fetch_add(1, std::memory_order_relaxed);
         if (v.node != w.node) w.steals_remote.fetch_add(1, std::memory_order_relaxed);
+        if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
+          trace::emit_instant("steal", "steal", trace::now_ns(), {{"from", v.index}, {"to", w.index}});
         return t;
       }
       if (r == detail::chase_lev_deque<task*>::steal_result::lost_race) contended = true;
