@@ -3,6 +3,7 @@
 // stencil in a for_loop split over two devices.
 #include <sinew/host_executor.hpp>
 #include <sinew/multi_device_map.hpp>
+#include <sinew/opencl/kernel.hpp>
 #include <sinew/simulated_device.hpp>
 #include <sinew/sinew.hpp>
 #include <sinew/steal_scheduler.hpp>
@@ -135,11 +136,50 @@ TEST_CASE("a multi-device map stands in a pipeline and a farm", "[balance][tsan]
 
 namespace {
 
-/// Device sets the heat test runs on. An OpenCL executor (PoCL "cpu") plugs
-/// in here once it exists, e.g. {"host+pocl", [] { return dev_list{sinew::host<heat>(...), pocl_heat()}; }}.
+/// The heat step as an OpenCL kernel: same arithmetic, same order, no
+/// contraction into FMAs, so the result is bit-identical to `heat`. Each
+/// share reads one halo row on either side (`with_halo(1)`): the executor
+/// brings those rows to the device every iteration.
+const char* heat_cl = R"(
+#pragma OPENCL FP_CONTRACT OFF
+__kernel void heat(__global const float* a, __global float* b, const float k, const uint R, const uint C) {
+  const size_t x = get_global_id(0), r = get_global_id(1);
+  if (x >= C || r >= R) return;
+  const size_t i = r * C + x;
+  if (r == 0 || r + 1 == R || x == 0 || x + 1 == C) { b[i] = a[i]; return; }
+  b[i] = a[i] + k * (a[i - C] + a[i + C] + a[i - 1] + a[i + 1] - 4 * a[i]);
+}
+)";
+
+std::shared_ptr<sinew::device_executor> opencl_heat(sinew::opencl::memory_mode mode) {
+  namespace cl = sinew::opencl;
+  cl::kernel_spec k;
+  k.source = heat_cl;
+  k.file = "heat.cl";
+  k.kernel = "heat";
+  k.args = {cl::arg::input<float>().with_halo(1), cl::arg::output<float>(), cl::arg::scalar(0.2f), cl::arg::rows(),
+            cl::arg::cols()};
+  k.devices = "cpu";
+  k.memory = mode;
+  return cl::kernel_executors(k).at(0);
+}
+
+/// Device sets the heat test runs on: two host executors, host and a
+/// simulated device, and, where an OpenCL CPU device exists (PoCL), host and
+/// that device with mapped memory and with device copies.
 std::vector<std::pair<std::string, std::function<dev_list()>>> heat_device_sets(sinew::scheduler& second) {
   sinew::map_options rows_of_4{.grain = 4};
-  return {
+  std::vector<std::pair<std::string, std::function<dev_list()>>> sets;
+  bool cpu = false;
+  for (auto& d : sinew::opencl::list_devices()) cpu |= d.kind == sinew::opencl::device_kind::cpu;
+  if (cpu)
+    for (auto mode : {sinew::opencl::memory_mode::automatic, sinew::opencl::memory_mode::copy})
+      sets.emplace_back(mode == sinew::opencl::memory_mode::copy ? "host and opencl cpu (copies)"
+                                                                 : "host and opencl cpu (mapped)",
+                        [=] { return dev_list{sinew::host<heat>({}, rows_of_4), opencl_heat(mode)}; });
+  else
+    WARN("no OpenCL CPU device: the heat stencil runs on host and simulated devices only");
+  std::vector<std::pair<std::string, std::function<dev_list()>>> host_sets = {
       {"two host executors",
        [=, &second] {
          return dev_list{sinew::host<heat>({}, rows_of_4),
@@ -151,6 +191,8 @@ std::vector<std::pair<std::string, std::function<dev_list()>>> heat_device_sets(
                          sinew::simulate(sinew::host<heat>({}, rows_of_4), {.name = "sim:gpu", .speed = 2e4, .granularity = 4})};
        }},
   };
+  sets.insert(sets.begin(), host_sets.begin(), host_sets.end());
+  return sets;
 }
 
 }  // namespace
