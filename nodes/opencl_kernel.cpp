@@ -58,7 +58,8 @@ class compiled_kernel {
       : s_(s), d_(std::move(d)), where_("kernel '" + s.kernel + "' of " + origin(s) + " on " + d_->label()) {
     std::string options = s.options;
     for (auto& [k, v] : s.defines) options += " -D" + k + (v.empty() ? "" : "=" + v);
-    program_ = detail::get_program(*d_, source, options, origin(s));
+    // The program is shared by every kernel of the source; errors name the one asked for.
+    program_ = detail::get_program(*d_, source, options, "kernel '" + s.kernel + "' of " + origin(s));
     cl_int e = CL_SUCCESS;
     cl_kernel k = clCreateKernel(program_, s.kernel.c_str(), &e);
     if (e == CL_INVALID_KERNEL_NAME)
