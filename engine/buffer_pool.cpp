@@ -1,5 +1,8 @@
 #include <sinew/buffer_pool.hpp>
 
+#include <sinew/error.hpp>
+#include <string>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -135,6 +138,16 @@ buffer* buffer_pool::take_cached(unsigned cls, std::size_t cap) noexcept {
 }
 
 buffer* buffer_pool::allocate(unsigned cls, std::size_t cap) {
+  if (const std::size_t lim = limit_.load(std::memory_order_relaxed)) {
+    if (held_.load(std::memory_order_relaxed) + cap > lim) {
+      trim();  // cached buffers count against the limit: free them first
+      const std::uint64_t held = held_.load(std::memory_order_relaxed);
+      if (held + cap > lim)
+        throw error("memory limit of " + std::to_string(lim >> 20) + " MiB exceeded: a buffer of " +
+                    std::to_string(cap >> 10) + " KiB was needed with " + std::to_string(held >> 10) +
+                    " KiB already in use");
+    }
+  }
   void* mem = std::aligned_alloc(buffer::alignment, cap);
   if (!mem) {
     trim();  // give cached memory back and try once more
@@ -147,6 +160,7 @@ buffer* buffer_pool::allocate(unsigned cls, std::size_t cap) {
   b->size_class_ = cls;
   b->pool_ = this;
   allocations_.fetch_add(1, std::memory_order_relaxed);
+  held_.fetch_add(cap, std::memory_order_relaxed);
   return b;
 }
 
@@ -230,6 +244,7 @@ void buffer_pool::give_back(buffer* b) noexcept {
     }
   }
   cached_.fetch_sub(cap, std::memory_order_relaxed);
+  held_.fetch_sub(cap, std::memory_order_relaxed);
   std::free(b->data_);
   delete b;
 }
@@ -243,6 +258,7 @@ void buffer_pool::trim() {
     }
     for (buffer* b : v) {
       cached_.fetch_sub(b->capacity_, std::memory_order_relaxed);
+      held_.fetch_sub(b->capacity_, std::memory_order_relaxed);
       std::free(b->data_);
       delete b;
     }
@@ -272,6 +288,7 @@ buffer_pool::statistics buffer_pool::stats() const {
   s.bytes_in_use = std::uint64_t(std::max<std::int64_t>(0, in_use));
   s.bytes_cached = std::uint64_t(std::max<std::int64_t>(0, cached));
   s.peak_bytes_in_use = std::max<std::uint64_t>(peak_.load(), s.bytes_in_use);
+  s.bytes_held = held_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -486,8 +486,8 @@ void scheduler_at(graph_file_state& s, const json_cursor& c) {
 
 void load_document(graph_file_state& s) {
   json_cursor root(s.doc, "", &s.origin);
-  root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch", "plugins",
-                      "source", "graph", "sink", "verify"},
+  root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch",
+                      "memory_limit_mib", "plugins", "source", "graph", "sink", "verify"},
                      {"sinew", "name", "source", "graph", "sink"});
   std::uint64_t v = root.at("sinew").as_uint();
   if (v != std::uint64_t(graph_file::format_version))
@@ -500,6 +500,7 @@ void load_document(graph_file_state& s) {
   if (root.has("scheduler")) scheduler_at(s, root.at("scheduler"));
   s.capacity = std::size_t(root.get_uint("queue_capacity", 0, 0, 1u << 20));
   s.batch = unsigned(root.get_uint("batch", 256, 1, 1u << 20));
+  s.memory_limit = std::size_t(root.get_uint("memory_limit_mib", 0, 0, std::uint64_t(1) << 30)) << 20;
   if (root.has("verify")) {
     json_cursor vc = root.at("verify");
     vc.expect_object({"tolerance"});
@@ -588,6 +589,7 @@ source_kind graph_file::source_type() const { return s_->skind; }
 const io::record_layout& graph_file::source_layout() const { return s_->layout; }
 const std::string& graph_file::sink_type() const { return s_->sink_type; }
 double graph_file::tolerance() const { return s_->tolerance; }
+std::size_t graph_file::memory_limit() const { return s_->memory_limit; }
 const std::vector<std::pair<std::string, node>>& graph_file::device_maps() const { return s_->device_maps; }
 std::optional<std::uint64_t> graph_file::unit_count() const { return s_->count; }
 

@@ -33,6 +33,7 @@ struct graph_file_state {
   deal_options deal;
   std::size_t capacity = 0;
   unsigned batch = 256;
+  std::size_t memory_limit = 0;  ///< bytes; 0 = none
 
   // "source"
   source_kind skind = source_kind::generator;

@@ -129,3 +129,37 @@ TEST_CASE("array owns aligned memory and copies deeply", "[unit]") {
   CHECK(b.data() != a.data());
   CHECK(a(2, 4) == 14.f);
 }
+
+TEST_CASE("a pool's memory limit fails fresh allocations past it, after freeing the cache", "[buffer]") {
+  sinew::buffer_pool pool;
+  pool.set_memory_limit(std::size_t(4) << 20);
+  std::vector<sinew::buffer_ref> held;
+  for (int i = 0; i < 4; ++i) held.push_back(pool.acquire<char>(std::size_t(1) << 20));
+  CHECK(pool.stats().bytes_held == std::size_t(4) << 20);
+  CHECK_THROWS_WITH(pool.acquire<char>(std::size_t(1) << 20), Catch::Contains("memory limit of 4 MiB exceeded"));
+  held.pop_back();                                           // cached, still held
+  CHECK(pool.stats().bytes_held == std::size_t(4) << 20);
+  CHECK_NOTHROW(held.push_back(pool.acquire<char>(std::size_t(1) << 20)));  // reused
+  held.pop_back();
+  held.pop_back();                                           // two cached MiB
+  CHECK_NOTHROW(held.push_back(pool.acquire<char>(std::size_t(2) << 20)));  // the cache is freed first
+  CHECK(pool.stats().bytes_held <= std::size_t(4) << 20);
+  pool.set_memory_limit(0);
+  CHECK_NOTHROW(held.push_back(pool.acquire<char>(std::size_t(8) << 20)));
+}
+
+TEST_CASE("a run that exceeds the memory limit fails naming a stage and releases every unit", "[buffer][tsan]") {
+  struct copy_f {
+    void operator()(float x, float* y) const { *y = x; }
+  };
+  auto& pool = sinew::buffer_pool::global();
+  std::vector<std::vector<float>> in(20, std::vector<float>(1 << 18, 1.0f)), out;
+  sinew::graph g(sinew::pipeline(sinew::map<copy_f>(), sinew::map<copy_f>()));
+  pool.trim();
+  pool.set_memory_limit(pool.stats().bytes_held + (std::size_t(1) << 20));  // room for one 1 MiB buffer
+  auto run = g.run(in, out);
+  REQUIRE(run.wait_for(std::chrono::seconds(60)));
+  CHECK_THROWS_WITH(run.get(), Catch::Contains("memory limit"));
+  pool.set_memory_limit(0);
+  CHECK(run.stats().units_alive == 0);
+}

@@ -4,6 +4,7 @@
 // already accepted (a second signal cancels); the exit code is then 130.
 #include "cli.hpp"
 
+#include <sinew/buffer_pool.hpp>
 #include <sinew/dot.hpp>
 #include <sinew/graph.hpp>
 #include <sinew/graph_file.hpp>
@@ -34,6 +35,7 @@ struct run_options {
   bool verify = false;
   unsigned threads = 0;
   double progress_interval = 1.0;
+  std::uint64_t memory_limit_mib = 0;
 };
 
 std::atomic<int> g_signals{0};
@@ -150,6 +152,8 @@ int run_file(const run_options& o) {
   if (o.verify && !f.replayable())
     throw sinew::json_error(o.file, "/source", "--verify needs a source that can be read twice (generator, nbody, file, ppm_dir)");
 
+  const std::size_t limit = o.memory_limit_mib ? std::size_t(o.memory_limit_mib) << 20 : f.memory_limit();
+  sinew::buffer_pool::global().set_memory_limit(limit);
   auto sched = f.make_scheduler(o.threads);
   std::unique_ptr<sinew::trace> rec;
   sinew::graph_options go = f.options(sched.get());
@@ -221,7 +225,9 @@ int run_file(const run_options& o) {
   std::fprintf(stderr,
                "sinew: %s: %s units_in=%" PRIu64 " units_out=%" PRIu64 " bytes_in=%" PRIu64 " bytes_out=%" PRIu64
                " time=%.3fs %.1f units/s %.1f MB/s\n",
-               f.name().c_str(), interrupted ? (cancelled ? "cancelled" : "interrupted, drained") : "done", st.units_in,
+               f.name().c_str(),
+               code != exit_ok ? "failed" : interrupted ? (cancelled ? "cancelled" : "interrupted, drained") : "done",
+               st.units_in,
                st.units_out, st.bytes_in, st.bytes_out, st.seconds, double(st.units_out) / secs,
                double(st.bytes_out) / secs / 1e6);
   if (o.verify && code == exit_ok && !cancelled) {
@@ -266,6 +272,10 @@ void add_run(CLI::App& app, command_table& t) {
   cmd->add_flag("--verify", o->verify, "compare every unit with the sequential reference (exit 1 on a mismatch)");
   cmd->add_option("--threads", o->threads, "worker threads (default: the file's, else all cores)")
       ->check(CLI::Range(1u, 4096u));
+  cmd->add_option("--memory-limit", o->memory_limit_mib,
+                  "MiB of unit buffers the run may hold (default: the file's memory_limit_mib, else none); "
+                  "past it the run fails naming the stage")
+      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
   cmd->callback([o, &t] { t.action = [o] { return run_file(*o); }; });
 }
 

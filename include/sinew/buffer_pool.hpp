@@ -35,6 +35,7 @@ class buffer_pool {
     std::uint64_t bytes_in_use = 0; ///< capacity of buffers currently handed out
     std::uint64_t bytes_cached = 0; ///< capacity of buffers kept for reuse
     std::uint64_t peak_bytes_in_use = 0;  ///< sampled on the slow path for the global pool
+    std::uint64_t bytes_held = 0;   ///< allocated from the system and not freed (in use + cached)
   };
 
   explicit buffer_pool(std::size_t max_cached_bytes = std::size_t(1) << 31);
@@ -46,7 +47,9 @@ class buffer_pool {
   static buffer_pool& global();
 
   /// A buffer of `count` elements of `type`; contents are unspecified.
-  /// Throws `std::bad_alloc` when memory runs out.
+  /// Throws `std::bad_alloc` when memory runs out, and `sinew::error` when a
+  /// fresh allocation would take the pool past its memory limit (after
+  /// freeing the cached buffers): a run then fails naming the stage.
   buffer_ref acquire(std::size_t count, const elem_type& type);
   template <class T>
   buffer_ref acquire(std::size_t count) { return acquire(count, elem_type_of<T>()); }
@@ -56,6 +59,15 @@ class buffer_pool {
   statistics stats() const;
   std::size_t max_cached_bytes() const noexcept { return max_cached_; }
   void set_max_cached_bytes(std::size_t b) noexcept { max_cached_ = b; }
+  /// Caps the bytes the pool holds (in use + cached); 0 = no limit. The
+  /// budget of a stream: `sinew run --memory-limit` and the graph file's
+  /// "memory_limit" set it on the global pool.
+  ///
+  /// \code
+  /// sinew::buffer_pool::global().set_memory_limit(std::size_t(512) << 20);
+  /// \endcode
+  void set_memory_limit(std::size_t bytes) noexcept { limit_.store(bytes, std::memory_order_relaxed); }
+  std::size_t memory_limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
 
   /// Size class of a request: index and rounded capacity (exposed for tests).
   static std::pair<unsigned, std::size_t> size_class(std::size_t bytes) noexcept;
@@ -78,6 +90,8 @@ class buffer_pool {
   std::size_t max_cached_;
   std::atomic<std::uint64_t> acquires_{0}, reuses_{0}, allocations_{0};
   std::atomic<std::uint64_t> in_use_{0}, cached_{0}, peak_{0};
+  std::atomic<std::uint64_t> held_{0};
+  std::atomic<std::size_t> limit_{0};
 };
 
 }  // namespace sinew

@@ -123,6 +123,10 @@ class graph_file {
   /// The sink's "type".
   const std::string& sink_type() const;
 
+  /// The "memory_limit_mib" budget in bytes (0 = none); `sinew run` applies
+  /// it to the global buffer pool (buffer_pool::set_memory_limit).
+  std::size_t memory_limit() const;
+
   /// Relative tolerance of `--verify` for floating-point outputs (0 = exact).
   double tolerance() const;
 

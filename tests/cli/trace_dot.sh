@@ -33,3 +33,11 @@ echo "ok: trace, dot, stats, sink failure"
   --set '/graph/pipeline/2={"map":"mirror"}' >out.txt 2>err.txt || fail "run --progress: $(cat err.txt)"
 grep -q "^sinew: progress: \[#* *\] *[0-9]*% .*units/s .*MB/s .*queues" err.txt || fail "no progress lines: $(cat err.txt)"
 echo "ok: progress lines"
+# A memory budget too small for the units: exit 1, the stage and the limit named, no hang.
+"$SINEW" run "$SRC/graphs/image_pipeline.json" --memory-limit 3 >out.txt 2>err.txt
+rc=$?
+[[ $rc -eq 1 ]] || fail "--memory-limit 3: exit $rc, want 1: $(cat err.txt)"
+grep -q "memory limit of 3 MiB exceeded" err.txt || fail "no memory-limit error: $(cat err.txt)"
+grep -q " failed units_in=" err.txt || fail "the summary does not say failed: $(cat err.txt)"
+"$SINEW" run "$SRC/graphs/image_pipeline.json" --memory-limit 64 >out.txt 2>err.txt || fail "64 MiB is enough: $(cat err.txt)"
+echo "ok: memory limit"
