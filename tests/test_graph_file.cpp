@@ -363,3 +363,18 @@ TEST_CASE("graph files: an OpenCL map split over the host and an OpenCL device e
               "devices": "accelerator"}, "sink": {"type": "null"}})");
   CHECK(d.pointer() == "/graph/devices");
 }
+
+TEST_CASE("graph files: an input file that vanishes after validation fails the run naming it", "[json]") {
+  const std::string path = "graph_file_vanishing.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::vector<float> v(64, 1.0f);
+    out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  }
+  auto f = sinew::graph_file::parse(R"({"sinew": 1, "name": "t",
+    "source": {"type": "file", "path": "graph_file_vanishing.bin", "buffers": ["f32"], "shape": [16]},
+    "graph": {"map": "scale"}, "sink": {"type": "checksum"}})",
+                                    "inline.json");
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(f.make_source(), Catch::Contains(path));
+}
