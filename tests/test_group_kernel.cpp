@@ -109,10 +109,12 @@ struct order_log {
 };
 
 std::vector<std::array<std::size_t, 3>> run_logged(int mode, std::size_t items, order_policy p,
-                                                   mem_access declared = {}) {
+                                                   mem_access declared = {}, std::size_t n = 3,
+                                                   std::size_t unroll_limit = 0) {
   std::vector<std::array<std::size_t, 3>> log;
   std::vector<int> x(items, 0), y;
-  graph g(group_kernel<order_log>(range1d{items}, order_log{&log, 3, mode, {declared}}, {.order = p}));
+  graph g(group_kernel<order_log>(range1d{items}, order_log{&log, n, mode, {declared}},
+                                  {.order = p, .unroll_limit = unroll_limit}));
   g.run(from_arrays(x), into_arrays(y)).get();
   return log;
 }
@@ -396,6 +398,14 @@ TEST_CASE("group loops run work-items in the order the policy picks", "[group]")
   CHECK(run_logged(1, items, order_policy::depth_first) == nest_df);
   CHECK(run_logged(1, items, order_policy::breadth_first) == nest_bf);
   CHECK(run_logged(1, items, order_policy::declared) == nest_bf);
+
+  // Loops short enough to be unrolled run depth-first under the declared
+  // policy (seed 002 §4.2), whatever their strides; forced orders still apply.
+  const mem_access prefers_bf{1, 0};
+  CHECK(run_logged(4, items, order_policy::declared, prefers_bf, 3, 4) == depth_first_order(items, 3));
+  CHECK(run_logged(4, items, order_policy::declared, prefers_bf, 5, 4) == breadth_first_order(items, 5));
+  CHECK(run_logged(4, items, order_policy::breadth_first, prefers_bf, 3, 4) == breadth_first_order(items, 3));
+  CHECK(run_logged(1, items, order_policy::declared, {}, 3, 4) == nest_df);
 }
 
 TEST_CASE("group loops handle divergence with a predicate per work-item", "[group]") {

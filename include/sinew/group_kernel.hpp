@@ -113,9 +113,13 @@ struct group_options {
   order_policy order = order_policy::declared;
   /// measured: calibration groups per candidate order (the first
   /// `3 * calibration_rounds` groups run serially while being timed).
-  unsigned calibration_rounds = 3;
+  unsigned calibration_rounds = 8;
   /// Work-groups per scheduler task at least; 0 = 1.
   std::size_t groups_per_task = 0;
+  /// declared: a loop level of at most this many iterations runs depth-first
+  /// whatever its strides -- the seed's compiler unrolls such loops, so they
+  /// are never scheduled (seed 002 §4.2). 0 = every loop follows Table 1.
+  std::size_t unroll_limit = 4;
 };
 
 /// One work-item as a region body sees it.
@@ -249,7 +253,7 @@ class group {
   template <class B>
   void loop(std::size_t n, access_list accesses, B&& body) {
     detail::all_items all;
-    run_loop<1>({n}, {choose_order(accesses.span())}, all, body);
+    run_loop<1>({n}, {declared_order(n, accesses)}, all, body);
   }
   /// A two-deep loop nest: `body(item, k0, k1)`; `outer` / `inner` are the
   /// accesses with their strides along k0 / k1. A bool body returning false
@@ -257,16 +261,16 @@ class group {
   template <class B>
   void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
     detail::all_items all;
-    run_loop<2>(n, {choose_order(outer.span()), choose_order(inner.span())}, all, body);
+    run_loop<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, all, body);
   }
   /// A loop in a divergent branch: only work-items with `pred(item)` run it.
   template <class P, class B>
   void loop_where(P&& pred, std::size_t n, access_list accesses, B&& body) {
-    run_loop<1>({n}, {choose_order(accesses.span())}, pred, body);
+    run_loop<1>({n}, {declared_order(n, accesses)}, pred, body);
   }
   template <class P, class B>
   void loop_where(P&& pred, std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
-    run_loop<2>(n, {choose_order(outer.span()), choose_order(inner.span())}, pred, body);
+    run_loop<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, pred, body);
   }
   /// A loop carrying one per-work-item value (an accumulator):
   /// `body(item, k, T& v)`. Depth-first, `v` is a local copy of `carry[item]`
@@ -275,12 +279,12 @@ class group {
   template <class T, class B>
   void loop(std::size_t n, access_list accesses, per_item_array<T> carry, B&& body) {
     detail::all_items all;
-    run_carried<1>({n}, {choose_order(accesses.span())}, all, carry, body);
+    run_carried<1>({n}, {declared_order(n, accesses)}, all, carry, body);
   }
   template <class T, class B>
   void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, per_item_array<T> carry, B&& body) {
     detail::all_items all;
-    run_carried<2>(n, {choose_order(outer.span()), choose_order(inner.span())}, all, carry, body);
+    run_carried<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, all, carry, body);
   }
 
   /// Group-local atomics: plain read-modify-write, since one worker runs the
@@ -306,6 +310,7 @@ class group {
     detail::group_plan* plan = nullptr;  ///< measured
     bool calibrating = false;            ///< time each loop (this group is a sample)
     unsigned sample = 0;                 ///< index of this calibration group
+    std::size_t unroll_limit = 0;        ///< see group_options::unroll_limit
   };
   group(const detail::group_launch& L, std::size_t linear_group, detail::group_arena& a, const mode& m)
       : L_(&L), arena_(&a), mode_(m) {
@@ -477,6 +482,11 @@ class group {
       }
     });
   }
+  /// The declared order of one loop level (Table 1, or depth-first when
+  /// the level is short enough to be unrolled).
+  item_order declared_order(std::size_t n, const access_list& a) const noexcept {
+    return n <= mode_.unroll_limit ? item_order::depth_first : choose_order(a.span());
+  }
   /// Runs `run(position)` with the position the policy gives loop B.
   template <std::size_t D, class B, class Run>
   void in_order(const std::array<item_order, D>& declared, Run&& run) {
@@ -609,7 +619,7 @@ class group_exec final : public executable {
     if (total == 0 || L.global.count() == 0) return;
     auto views = bind(in, out, std::make_index_sequence<S::N - 1>{});
 
-    group::mode m{o_.order, o_.order == order_policy::measured ? &plan_ : nullptr, false, 0};
+    group::mode m{o_.order, o_.order == order_policy::measured ? &plan_ : nullptr, false, 0, o_.unroll_limit};
     std::size_t start = 0;
     if (o_.order == order_policy::measured && !plan_.decided()) start = calibrate(L, views, total, m);
     if (start == total) return;
