@@ -99,10 +99,13 @@ struct trace::impl {
   struct buffer {
     std::mutex m;
     std::vector<event> events;
+    std::size_t dropped = 0;
     std::string name;
     unsigned tid = 0;
   };
 
+  explicit impl(std::size_t max) : max_events(max) {}
+  const std::size_t max_events;  // per thread
   const std::uint64_t id = next_recorder_id.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t origin = trace::now_ns();
   std::atomic<int> live_runs{0};
@@ -133,14 +136,21 @@ struct trace::impl {
 
   void record(char ph, std::string_view cat, std::string_view name, std::uint64_t ts, std::uint64_t dur,
               trace_args args) {
-    event e{ph, ts, dur, std::string(cat), std::string(name), render_args(args)};
     buffer& b = local();
+    {
+      std::lock_guard<std::mutex> lk(b.m);
+      if (b.events.size() >= max_events) {
+        ++b.dropped;
+        return;
+      }
+    }
+    event e{ph, ts, dur, std::string(cat), std::string(name), render_args(args)};
     std::lock_guard<std::mutex> lk(b.m);
     b.events.push_back(std::move(e));
   }
 };
 
-trace::trace() : p_(std::make_unique<impl>()) {}
+trace::trace(std::size_t max_events_per_thread) : p_(std::make_unique<impl>(max_events_per_thread)) {}
 
 trace::~trace() {
   trace* self = this;
@@ -195,11 +205,22 @@ std::size_t trace::size() const {
   return n;
 }
 
+std::size_t trace::dropped() const {
+  std::lock_guard<std::mutex> lk(p_->m);
+  std::size_t n = 0;
+  for (auto& b : p_->buffers) {
+    std::lock_guard<std::mutex> bl(b->m);
+    n += b->dropped;
+  }
+  return n;
+}
+
 void trace::clear() {
   std::lock_guard<std::mutex> lk(p_->m);
   for (auto& b : p_->buffers) {
     std::lock_guard<std::mutex> bl(b->m);
     b->events.clear();
+    b->dropped = 0;
   }
 }
 
@@ -227,8 +248,10 @@ void trace::write_chrome_json(std::ostream& os) const {
     line += "}}";
     put();
   }
+  std::size_t dropped = 0;
   for (impl::buffer* b : bufs) {
     std::lock_guard<std::mutex> bl(b->m);
+    dropped += b->dropped;
     const std::string tid = std::to_string(b->tid);
     for (const impl::event& e : b->events) {
       line = "{\"name\":";
@@ -245,7 +268,7 @@ void trace::write_chrome_json(std::ostream& os) const {
       put();
     }
   }
-  os << "\n],\"displayTimeUnit\":\"ms\"}\n";
+  os << "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"dropped_events\":" << dropped << "}}\n";
 }
 
 void trace::run_started() noexcept {

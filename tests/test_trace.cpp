@@ -211,3 +211,15 @@ TEST_CASE("a trace can be written while threads are recording", "[trace][tsan]")
   CHECK(of_category(j, "work").size() == std::size_t(threads * per_thread));
   CHECK(trace::current() == nullptr);  // scopes ended
 }
+
+TEST_CASE("a trace keeps at most its per-thread limit and counts the rest", "[trace]") {
+  trace rec(10);
+  for (int i = 0; i < 25; ++i) rec.complete("c", "e", trace::now_ns(), 1, {{"i", i}});
+  CHECK(rec.size() == 10);
+  CHECK(rec.dropped() == 15);
+  json j = parse(rec);
+  CHECK(of_category(j, "c").size() == 10);
+  CHECK(j.at("otherData").at("dropped_events") == 15);
+  rec.clear();
+  CHECK(rec.dropped() == 0);
+}

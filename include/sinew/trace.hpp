@@ -32,6 +32,7 @@
 /// Costs: events go to a buffer of the calling thread (one uncontended lock
 /// each, no lock shared between threads); a graph without a recorder pays one
 /// predictable branch per unit. The recorder must outlive the runs that use it.
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -64,7 +65,9 @@ using trace_args = std::initializer_list<trace_arg>;
 
 class trace {
  public:
-  trace();
+  /// Keeps at most `max_events_per_thread` events per thread (about 150
+  /// bytes each); later ones are counted in `dropped()`, not kept.
+  explicit trace(std::size_t max_events_per_thread = 1'000'000);
   ~trace();
   trace(const trace&) = delete;
   trace& operator=(const trace&) = delete;
@@ -115,11 +118,15 @@ class trace {
 
   /// Events recorded so far (all threads).
   std::size_t size() const;
+  /// Events not kept because their thread's buffer was full.
+  std::size_t dropped() const;
   /// Drops every event (thread names are kept).
   void clear();
-  /// `{"traceEvents":[...],"displayTimeUnit":"ms"}`: thread-name metadata
-  /// (`"ph":"M"`) then the events, timestamps in microseconds since the
-  /// recorder was made. Safe while runs are still recording (a snapshot).
+  /// `{"traceEvents":[...],"displayTimeUnit":"ms","otherData":{...}}`:
+  /// thread-name metadata (`"ph":"M"`) then the events, timestamps in
+  /// microseconds since the recorder was made; `otherData.dropped_events`
+  /// counts events over the per-thread limit. Safe while runs are still
+  /// recording (a snapshot).
   void write_chrome_json(std::ostream& os) const;
 
   /// Runtime use: a traced run started / ended (makes this recorder the
