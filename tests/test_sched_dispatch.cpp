@@ -61,14 +61,15 @@ TEST_CASE("map dispatch: a 2-chunk map on 4 sleeping workers wakes at most 2 of 
   let_workers_sleep();
   s->reset_stats();
   thread_set ran;
-  std::atomic<int> blocks{0};
+  std::atomic<int> blocks{0}, bad_blocks{0};  // no CHECK on workers: Catch2 is not thread-safe
   s->parallel_for(2000, 1000, [&](std::size_t b, std::size_t e) {
-    CHECK(e - b == 1000);
+    if (e - b != 1000) bad_blocks++;
     ran.add();
     blocks++;
     spin_us(200);
   });
   CHECK(blocks.load() == 2);
+  CHECK(bad_blocks.load() == 0);
   auto st = s->stats();
   CHECK(st.wakeups <= 2);
   CHECK(ran.ids.size() <= 2);
@@ -112,23 +113,25 @@ TEST_CASE("map dispatch: a one-chunk loop and loops of trivial chunks run on the
   let_workers_sleep();
   s->reset_stats();
   thread_set ran;
+  std::atomic<bool> whole{false};
   s->parallel_for(100, 100, [&](std::size_t b, std::size_t e) {
-    CHECK(b == 0);
-    CHECK(e == 100);
+    whole = b == 0 && e == 100;
     ran.add();
   });
+  CHECK(whole.load());
   CHECK(ran.ids == std::set<std::thread::id>{std::this_thread::get_id()});
   auto st = s->stats();
   CHECK(st.wakeups == 0);
   CHECK(st.parallel_fors_inline == 1);
   // 64 empty chunks cost far less than waking a worker: the caller runs
   // them (the decision times the first chunk, so allow for a preempted
-  // probe: at least one of 20 loops must stay inline).
+  // probe: at least one of 20 loops must stay inline; ThreadSanitizer slows
+  // the probe past the limit, so there only the one-chunk loop counts).
   std::atomic<std::size_t> covered{0};
   for (int k = 0; k < 20; ++k)
     s->parallel_for(64, 1, [&](std::size_t b, std::size_t e) { covered += e - b; });
   CHECK(covered.load() == 20 * 64);
-  CHECK(s->stats().parallel_fors_inline >= 2);
+  CHECK(s->stats().parallel_fors_inline >= (sched_test::tsan ? 1u : 2u));
 }
 
 TEST_CASE("map dispatch: many chunks use every worker and finished workers steal the rest",

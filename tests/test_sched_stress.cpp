@@ -41,6 +41,11 @@ std::unique_ptr<scheduler> make_policy(const std::string& p) {
   return std::make_unique<deal_scheduler>(topology::synthetic(2, 2), o);
 }
 
+// Debian's oneTBB is not built with ThreadSanitizer: TSan cannot see the
+// hand-offs inside libtbb and reports them as races (see `make tsan`), so
+// the [tsan] runs leave the tbb policy out.
+bool skip_under_tsan(const std::string& policy) { return sched_test::tsan && policy == "tbb"; }
+
 bool all_once(const std::vector<std::atomic<std::uint8_t>>& v) {
   return std::all_of(v.begin(), v.end(), [](const auto& x) { return x.load() == 1; });
 }
@@ -159,6 +164,7 @@ double idle_cpu_seconds() {
 TEST_CASE("every policy: random spawn trees lose no task and run none twice",
           "[sched3][stress][scheduler][tsan]") {
   const std::string p = GENERATE("tbb", "steal", "deal");
+  if (skip_under_tsan(p)) return;
   auto s = make_policy(p);
   INFO("policy " << p);
   CHECK(spawn_trees(*s, scaled(200'000, 16'000), 5));
@@ -167,6 +173,7 @@ TEST_CASE("every policy: random spawn trees lose no task and run none twice",
 TEST_CASE("every policy: random task graphs run each task once after its predecessors",
           "[sched3][stress][scheduler][tsan]") {
   const std::string p = GENERATE("tbb", "steal", "deal");
+  if (skip_under_tsan(p)) return;
   auto s = make_policy(p);
   INFO("policy " << p);
   CHECK(random_graph(*s, scaled(200'000, 16'000), 9));
