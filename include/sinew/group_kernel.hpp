@@ -228,14 +228,14 @@ class group {
   std::span<T> local_mem(std::size_t n) {
     static_assert(std::is_trivially_destructible_v<T> && std::is_trivially_default_constructible_v<T>,
                   "local memory holds trivial types");
-    return {static_cast<T*>(arena_->allocate(n * sizeof(T), alignof(T))), n};
+    return {static_cast<T*>(arena_->allocate(n * sizeof(T), std::max(alignof(T), detail::group_arena::align))), n};
   }
   /// One value-initialised T per work-item (a private variable that lives
-  /// across barriers).
+  /// across barriers), 64-byte aligned.
   template <class T>
   per_item_array<T> per_item() {
     static_assert(std::is_trivially_destructible_v<T>, "per-item values hold trivially destructible types");
-    T* p = static_cast<T*>(arena_->allocate(count_ * sizeof(T), alignof(T)));
+    T* p = static_cast<T*>(arena_->allocate(count_ * sizeof(T), std::max(alignof(T), detail::group_arena::align)));
     for (std::size_t i = 0; i < count_; ++i) new (p + i) T{};
     return {p, count_};
   }
