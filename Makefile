@@ -1,5 +1,5 @@
 # Sinew convenience driver around CMake/CTest.
-#   make test | run | bench | bench-quick | tsan | asan | fuzz | soak | install | clean
+#   make test | run | bench | bench-quick | tsan | tsan-full | asan | asan-ci | fuzz | soak | install | clean
 # Extra CMake options: make CMAKE_FLAGS="-DSINEW_AVX2=ON" build
 
 BUILD       = build
@@ -15,7 +15,7 @@ TSAN_BUILD  = build-tsan
 ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
 
-.PHONY: all deps configure build test run bench bench-quick tsan asan fuzz soak install clean
+.PHONY: all deps configure build test run bench bench-quick tsan tsan-full asan asan-ci fuzz soak install clean
 
 all: build
 
@@ -50,6 +50,21 @@ tsan: deps
 	# reports them as races. Our own scheduler is fully instrumented.
 	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		$(TSAN_BUILD)/tests/sinew-tests "[tsan]"
+
+# The whole suite under TSan; reports inside the uninstrumented libtbb are suppressed.
+tsan-full: deps
+	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target sinew-tests
+	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		$(TSAN_BUILD)/tests/sinew-tests
+
+# The CI subset under ASan + UBSan: runtime, graph files, I/O, buffers, random trees.
+ASAN_CI_TAGS = [runtime],[json],[io],[buffer],[random],[stream],[balance]
+asan-ci: deps
+	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target sinew-tests sinew_test_plugin
+	ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+		$(ASAN_BUILD)/tests/sinew-tests "$(ASAN_CI_TAGS)"
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(CMAKE_FLAGS)
