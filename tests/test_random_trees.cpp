@@ -62,7 +62,11 @@ class tree_gen {
     throw_ = with_throw && fam_ == family::f32;
     json doc = {{"sinew", 1}, {"name", "random"}};
     const char* policies[] = {"tbb", "steal", "deal"};
-    doc["scheduler"] = {{"policy", policies[pick(0, 2)]}, {"threads", pick(1, 3)}};
+    const char* policy = policies[pick(0, 2)];
+    // SINEW_SCHEDULER pins the policy (make tsan: Debian's libtbb is not
+    // instrumented, so TSan runs use steal).
+    if (const char* env = std::getenv("SINEW_SCHEDULER"); env && *env) policy = env;
+    doc["scheduler"] = {{"policy", policy}, {"threads", pick(1, 3)}};
     if (coin(0.3)) doc["queue_capacity"] = pick(1, 6);
     if (coin(0.3)) doc["batch"] = pick(1, 8);
     int count = pick(0, 40);
