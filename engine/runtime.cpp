@@ -511,7 +511,7 @@ const char* kind_name(channel::kind k) noexcept {
 }
 
 run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink k)
-    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), free_units(unit_bound(*g)), tr(g->opts.trace) {
+    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), tr(g->opts.trace), free_units(unit_bound(*g)) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   if (unsigned every = g->opts.latency_every) {
     time_latency = true;
@@ -565,7 +565,8 @@ void run_state::start() {
     trace_live.store(true);
   }
   t0 = std::chrono::steady_clock::now();
-  // Every stage waits for input from the start.
+  // Every stage waits for input from the start (stored before anything can
+  // activate a stage).
   const std::uint64_t start_ns = now_ns();
   for (auto& st : stages) st->idle_since.store(start_ns | wait_input, std::memory_order_relaxed);
   if (src.impl().blocking()) {

@@ -152,6 +152,7 @@ struct stage_rt {
   channel* in;
   channel* out;  // null: the sink
   unsigned max_active;
+  std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
   // Read by the neighbouring stages on every push and pop: its own line.
   alignas(cache_line) std::atomic<unsigned> active{0};
   // Written by this stage's activations only.
@@ -163,7 +164,6 @@ struct stage_rt {
   std::atomic<std::uint64_t> idle_since{0}, wait_in_ns{0}, wait_out_ns{0};
   std::atomic<bool> eos_seen{false};  // no waits are counted after end of stream
   alignas(cache_line) std::atomic<std::uint64_t> chunks{0};
-  std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
   std::mutex counters_m;
   std::map<std::string, double, std::less<>> counters;  // add_stage_counter
   /// Moving average of the time one unit takes here (UINT32_MAX: unknown).
@@ -228,6 +228,10 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::shared_ptr<const compiled_graph> g;
   source src;
   sink snk;
+  // Read on every unit by every stage: kept away from written lines.
+  trace* const tr;  // null: not traced
+  std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
+  bool time_latency = false;
   scheduler* sched;
   std::vector<std::unique_ptr<channel>> channels;
   std::vector<std::unique_ptr<stage_rt>> stages;  // back(): the sink
@@ -251,10 +255,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::atomic<std::size_t> alive_max{0};
   alignas(cache_line) std::atomic<std::uint64_t> units_in{0};    // the source's
   std::atomic<std::uint64_t> bytes_in{0};
-  std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
-  bool time_latency = false;
   alignas(cache_line) std::atomic<std::uint64_t> units_out{0};   // the sink's
-  trace* const tr;  // null: not traced
   latency_histogram latency;
   scheduler_stats sched_start, sched_end;  // sched_end: under done_m once done
   std::atomic<bool> trace_live{false};
