@@ -50,8 +50,8 @@ struct graph_options {
   /// the runs.
   sinew::trace* trace = nullptr;
   /// Unit latency (source accepted -> sink consumed) is timed on one unit in
-  /// `latency_every` (a power of two; 1 = every unit, 0 = none): two clock
-  /// reads per timed unit.
+  /// `latency_every` (rounded up to a power of two; 1 = every unit, 0 =
+  /// none): two clock reads per timed unit.
   unsigned latency_every = 16;
 };
 
