@@ -38,6 +38,9 @@ inline const char* to_string(direction d) { return d == lower ? "lower" : "highe
 /// Command-line settings shared by every benchmark.
 struct config {
   bool quick = false;
+  /// --smoke: tiny sizes (implies quick), only to check that every benchmark
+  /// still runs and computes right (the `bench` ctest); numbers mean nothing.
+  bool smoke = false;
   int reps = 15;     ///< timed repetitions per variant
   int warmup = 1;    ///< untimed runs before them
   unsigned threads = 0;  ///< 0 = all hardware threads
@@ -109,6 +112,8 @@ class context {
   context(const config& c, result& r) : cfg_(c), r_(r) {}
   const config& cfg() const noexcept { return cfg_; }
   bool quick() const noexcept { return cfg_.quick; }
+  /// --smoke (then quick() is true as well): use the smallest sizes.
+  bool smoke() const noexcept { return cfg_.smoke; }
   int reps() const noexcept { return cfg_.reps; }
 
   /// A parameter of this run (sizes, capacities, thread counts).

@@ -22,6 +22,7 @@
 
 #include "bench.hpp"
 #include "bench_report.hpp"
+#include "triad.hpp"
 
 namespace sb = sinew_bench;
 
@@ -34,6 +35,8 @@ void usage(FILE* f) {
                "  --all         run every benchmark\n"
                "  NAME...       run these benchmarks (in the order given)\n"
                "  --quick       smaller sizes, 5 repetitions\n"
+               "  --smoke       tiny sizes, 1 repetition, no warm-up (implies --quick; checks\n"
+               "                that benchmarks run and compute right, numbers mean nothing)\n"
                "  --reps N      timed repetitions per variant (default 15, --quick 5)\n"
                "  --warmup N    untimed warm-up runs per variant (default 1)\n"
                "  --threads N   threads for Sinew, oneTBB and OpenMP (default: all)\n"
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
     if (a == "--list") list = true;
     else if (a == "--all") all = true;
     else if (a == "--quick") cfg.quick = true;
+    else if (a == "--smoke") cfg.quick = cfg.smoke = true;
     else if (a == "--json") json = need("a file name");
     else if (a == "--reps") need_int(reps);
     else if (a == "--warmup") need_int(warmup);
@@ -187,8 +191,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  cfg.reps = reps > 0 ? reps : (cfg.quick ? 5 : 15);
-  cfg.warmup = warmup >= 0 ? warmup : 1;
+  cfg.reps = reps > 0 ? reps : (cfg.smoke ? 1 : cfg.quick ? 5 : 15);
+  cfg.warmup = warmup >= 0 ? warmup : (cfg.smoke ? 0 : 1);
   std::unique_ptr<tbb::global_control> limit;
   if (threads > 0) {
     cfg.threads = unsigned(threads);
@@ -224,7 +228,7 @@ int main(int argc, char** argv) {
       std::printf("WARNING: other processes are using %.2f cores right now: the numbers will be noisy\n", others);
   }
   std::printf("             %s, %d warm-up + %d timed runs per variant; date %s\n",
-              cfg.quick ? "quick sizes" : "full sizes", cfg.warmup, cfg.reps, m.date.c_str());
+              cfg.smoke ? "smoke sizes" : cfg.quick ? "quick sizes" : "full sizes", cfg.warmup, cfg.reps, m.date.c_str());
   std::fflush(stdout);
 
   std::vector<sb::result> results;
@@ -255,6 +259,7 @@ int main(int argc, char** argv) {
   }
 
   if (!json.empty()) {
+    m.stream_triad_gbs = sb::triad_measured_gbs();  // 0 unless stream_triad (or a user of it) ran
     if (!sb::write_json(json, m, cfg, results, command_line)) {
       std::fprintf(stderr, "sinew-bench: cannot write %s\n", json.c_str());
       return 1;

@@ -12,7 +12,10 @@
 #include <sstream>
 #include <thread>
 
+#include <filesystem>
+
 #include <oneapi/tbb/version.h>
+#include <sinew/opencl/platform.hpp>
 #include <sinew/scheduler.hpp>
 #include <sinew/version.hpp>
 
@@ -208,6 +211,22 @@ machine_info describe_machine() {
   if (!m.git_commit.empty() &&
       !run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty())
     m.git_commit += "-dirty";
+  {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+      std::string n = e.path().filename().string();
+      if (n.size() > 4 && n.rfind("node", 0) == 0 && n.find_first_not_of("0123456789", 4) == std::string::npos)
+        ++m.numa_nodes;
+    }
+    if (m.numa_nodes == 0) m.numa_nodes = 1;  // no sysfs node directory: not a NUMA kernel
+  }
+  try {
+    for (const auto& d : sinew::opencl::list_devices())
+      m.opencl_devices.push_back(d.id + ": " + d.name + " (" + sinew::opencl::to_string(d.kind) + ", " +
+                                 std::to_string(d.compute_units) + " CUs, " + d.platform + ")");
+  } catch (const std::exception& e) {
+    m.opencl_devices.push_back(std::string("error listing OpenCL devices: ") + e.what());
+  }
   m.sinew_scheduler = sinew::default_scheduler().name();
   m.sinew_scheduler_threads = sinew::default_scheduler().concurrency();
   return m;
@@ -282,8 +301,14 @@ bool write_json(const std::string& path, const machine_info& m, const config& c,
     << "    \"tbb_version\": " << q(m.tbb_version) << ",\n"
     << "    \"openmp\": " << q(m.openmp) << ",\n"
     << "    \"sinew_scheduler\": " << q(m.sinew_scheduler) << ",\n"
-    << "    \"sinew_scheduler_threads\": " << m.sinew_scheduler_threads << "\n  },\n";
-  o << "  \"config\": {\"quick\": " << (c.quick ? "true" : "false") << ", \"reps\": " << c.reps
+    << "    \"sinew_scheduler_threads\": " << m.sinew_scheduler_threads << ",\n"
+    << "    \"numa_nodes\": " << m.numa_nodes << ",\n"
+    << "    \"opencl_devices\": [";
+  for (std::size_t k = 0; k < m.opencl_devices.size(); ++k) o << (k ? ", " : "") << q(m.opencl_devices[k]);
+  o << "],\n"
+    << "    \"stream_triad_GBps\": " << (m.stream_triad_gbs > 0 ? num(m.stream_triad_gbs) : "null") << "\n  },\n";
+  o << "  \"config\": {\"quick\": " << (c.quick ? "true" : "false") << ", \"smoke\": " << (c.smoke ? "true" : "false")
+    << ", \"reps\": " << c.reps
     << ", \"warmup\": " << c.warmup << ", \"threads\": " << thread_count()
     << ", \"variant_filter\": " << q(c.variant_filter) << "},\n";
   o << "  \"benchmarks\": [";

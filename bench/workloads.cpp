@@ -1,0 +1,417 @@
+// workloads: the data-parallel workloads of the Marrow thesis' benchmark
+// suite (seed 003 §5.1.1: Saxpy, Series, Segmentation, Solarize) as one Sinew
+// map over one unit, against what a user would otherwise write:
+//
+//   sinew map            sinew::map<Leaf> from include/sinew/workloads (C++ leaf)
+//   tbb::parallel_for    the same loop body, default (auto) partitioner
+//   sinew opencl leaf    sinew::opencl::kernel_leaf over graphs/kernels/<k>.cl (first CPU device: PoCL)
+//   opencl direct        the same .cl kernel launched straight through the OpenCL C++ bindings
+//                        (CL_MEM_USE_HOST_PTR buffers, one NDRange, map the output, finish)
+//   openmp parallel for  the same loop body, schedule(static) (last: idle OpenMP threads spin a while)
+//
+// Every variant writes the same output array, which is spoiled before each
+// run and compared with the sequential reference of include/sinew/workloads
+// after it (bit-exact, except Saxpy under -march=native contraction and
+// Series' double-precision OpenCL maths, which get a relative tolerance).
+// Inputs come from the workloads' deterministic generators (never zero).
+//
+// RATIO lines (medians of the throughput metrics):
+//   wl_<case>_vs_tbb        sinew map / tbb::parallel_for    target >= 0.95
+//   wl_<case>_vs_omp        sinew map / openmp               target >= 0.95
+//   wl_<case>_cl_vs_direct  sinew opencl leaf / direct       target >= 0.95
+//   wl_saxpy_<n>_vs_triad   sinew map GB/s / STREAM triad GB/s (triad.hpp)  target >= 0.85
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <sinew/detail/group_opencl.hpp>  // CL/opencl.hpp as the library configures it; kernel_dir
+#include <sinew/opencl/kernel.hpp>
+#include <sinew/sinew.hpp>
+#include <sinew/workloads.hpp>
+
+#include "bench.hpp"
+#include "triad.hpp"
+
+namespace {
+
+namespace sb = sinew_bench;
+namespace wl = sinew::workloads;
+namespace scl = sinew::opencl;
+
+// ---------------------------------------------------------------- direct OpenCL
+
+/// The first OpenCL CPU device, a context and an in-order queue on it, and
+/// kernels built from graphs/kernels/*.cl: what a user launching the seed
+/// kernels by hand would set up once.
+struct direct_cl {
+  cl::Device device;
+  cl::Context context;
+  cl::CommandQueue queue;
+  std::string dir;
+
+  /// nullopt and the reason when there is no OpenCL CPU device.
+  static std::optional<direct_cl> open(std::string& why) {
+    std::vector<cl::Platform> platforms;
+    try {
+      cl::Platform::get(&platforms);
+      for (auto& p : platforms) {
+        std::vector<cl::Device> devs;
+        try {
+          p.getDevices(CL_DEVICE_TYPE_CPU, &devs);
+        } catch (const cl::Error&) {
+          continue;  // CL_DEVICE_NOT_FOUND on this platform
+        }
+        if (devs.empty()) continue;
+        direct_cl d;
+        d.device = devs[0];
+        d.context = cl::Context(d.device);
+        d.queue = cl::CommandQueue(d.context, d.device);
+        d.dir = sinew::detail::group_cl::kernel_dir(__FILE__);
+        return d;
+      }
+      why = "no OpenCL CPU device";
+    } catch (const cl::Error& e) {
+      why = std::string("no OpenCL platform (") + e.what() + " " + std::to_string(e.err()) + ")";
+    }
+    return std::nullopt;
+  }
+
+  std::string name() const { return device.getInfo<CL_DEVICE_NAME>(); }
+
+  cl::Kernel kernel(const std::string& file, const std::string& name) {
+    std::string path = dir + "/" + file;
+    std::ifstream f(path);
+    if (!f) throw sinew::error(path + ": cannot read the kernel source");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    cl::Program prog(context, ss.str());
+    try {
+      prog.build({device});
+    } catch (const cl::Error&) {
+      throw sinew::error(path + ": build failed: " + prog.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device));
+    }
+    return cl::Kernel(prog, name.c_str());
+  }
+
+  /// Host memory wrapped for the kernel (zero copy on a CPU device).
+  template <class T>
+  cl::Buffer wrap(T* p, std::size_t n, cl_mem_flags access) {
+    return cl::Buffer(context, access | CL_MEM_USE_HOST_PTR, n * sizeof(T), p);
+  }
+
+  /// Enqueues `k` over `global`, makes `out` (n bytes) visible to the host, waits.
+  void launch(cl::Kernel& k, const cl::NDRange& global, cl::Buffer& out, std::size_t bytes) {
+    queue.enqueueNDRangeKernel(k, cl::NullRange, global, cl::NullRange);
+    void* p = queue.enqueueMapBuffer(out, CL_TRUE, CL_MAP_READ, 0, bytes);
+    queue.enqueueUnmapMemObject(out, p);
+    queue.finish();
+  }
+};
+
+/// The Sinew kernel leaf of graphs/kernels/<file> on the first CPU device.
+scl::kernel_spec leaf_spec(const direct_cl& d, const char* file, const char* kernel, std::vector<scl::arg::spec> args) {
+  scl::kernel_spec s;
+  s.file = d.dir + "/" + file;
+  s.kernel = kernel;
+  s.args = std::move(args);
+  s.devices = "cpu";
+  return s;
+}
+
+// ---------------------------------------------------------------- one case
+
+/// One workload at one size: its five variants (null = not available) and
+/// how to spoil and check the shared output.
+struct wl_case {
+  std::string label;  ///< "saxpy 50M": table rows are "<label> <variant>"
+  std::string key;    ///< "saxpy_50M": RATIO names are "wl_<key>_..."
+  std::string unit;
+  std::function<double(double)> to_metric;
+  std::function<void()> poison;
+  std::function<std::string()> check;      ///< C++ variants
+  std::function<std::string()> check_cl;   ///< OpenCL variants (null: `check`)
+  std::function<void()> sinew, tbb, omp, cl_leaf, cl_direct;
+};
+
+/// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
+const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
+  auto one = [&](const char* what, const std::function<void()>& run, bool opencl,
+                 const std::string& note) -> const sb::series* {
+    if (!run) return nullptr;
+    return &ctx.measure({.name = c.label + " " + what,
+                         .unit = c.unit,
+                         .better = sb::higher,
+                         .setup = c.poison,
+                         .run = run,
+                         .to_metric = c.to_metric,
+                         .check = opencl && c.check_cl ? c.check_cl : c.check,
+                         .note = note});
+  };
+  const auto* s = one("sinew map", c.sinew, false, "C++ leaf, one unit");
+  const auto* t = one("tbb::parallel_for", c.tbb, false, "auto_partitioner");
+  const auto* l = one("sinew opencl leaf", c.cl_leaf, true, "kernel_leaf, PoCL");
+  const auto* d = one("opencl direct", c.cl_direct, true, "same .cl, USE_HOST_PTR");
+  const auto* o = one("openmp parallel for", c.omp, false, "schedule(static)");
+  auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, const char* info) {
+    if (a && b && a->stats.n && b->stats.n && b->stats.median > 0)
+      ctx.ratio("wl_" + c.key + suffix, a->stats.median / b->stats.median, 0.95, sb::higher, info);
+  };
+  ratio(s, t, "_vs_tbb", "sinew map / tbb::parallel_for (medians)");
+  ratio(s, o, "_vs_omp", "sinew map / openmp parallel for (medians)");
+  ratio(l, d, "_cl_vs_direct", "sinew opencl leaf / direct OpenCL launch (medians)");
+  return s;
+}
+
+std::string size_label(std::size_t n) {
+  if (n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
+  if (n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
+  return std::to_string(n);
+}
+
+/// "" when got == want element for element, else the first difference.
+template <class A, class B>
+std::string compare_exact(const A& got, const B& want, const char* what) {
+  if (got.size() != want.size())
+    return std::string(what) + ": " + std::to_string(got.size()) + " elements, expected " +
+           std::to_string(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(got[i] == want[i])) return std::string(what) + ": wrong value at element " + std::to_string(i);
+  return {};
+}
+
+template <class F>
+void tbb_for(std::size_t n, std::size_t grain, F body) {
+  sb::peer_arena().execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, grain), [&](const tbb::blocked_range<std::size_t>& r) {
+      for (std::size_t i = r.begin(); i < r.end(); ++i) body(i);
+    });
+  });
+}
+
+#if defined(SINEW_BENCH_HAVE_OPENMP)
+template <class F>
+void omp_for(std::size_t n, F body) {
+  const long nn = long(n);
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < nn; ++i) body(std::size_t(i));
+}
+#define SINEW_BENCH_OMP(n, body) [&] { omp_for(n, body); }
+#else
+#define SINEW_BENCH_OMP(n, body) nullptr
+#endif
+
+// ---------------------------------------------------------------- workloads
+
+void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
+  const float a = 2.5f;
+  wl::saxpy_inputs in = wl::make_saxpy_inputs(n, 11);
+  const std::vector<float> ref = wl::saxpy_reference(a, in.x, in.y);
+  std::vector<float> z(n, -1.0f);
+  sinew::graph g(sinew::map<wl::saxpy>({a}));
+  auto body = [&, xp = in.x.data(), yp = in.y.data(), zp = z.data()](std::size_t i) { zp[i] = a * xp[i] + yp[i]; };
+  wl_case c;
+  c.label = "saxpy " + size_label(n);
+  c.key = "saxpy_" + size_label(n);
+  c.unit = "GB/s";
+  c.to_metric = [n](double s) { return 12.0 * double(n) / s / 1e9; };
+  c.poison = [&] { std::fill(z.begin(), z.end(), -1.0f); };
+  c.check = [&]() -> std::string {
+    // -march=native may contract a*x+y into an FMA in one variant and not another.
+    for (std::size_t i = 0; i < n; ++i)
+      if (!(std::fabs(z[i] - ref[i]) <= 1e-6f * std::fabs(ref[i]) + 1e-7f))
+        return "z[" + std::to_string(i) + "] = " + std::to_string(z[i]) + ", expected " + std::to_string(ref[i]);
+    return {};
+  };
+  c.sinew = [&] { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+  c.tbb = [&] { tbb_for(n, 1, body); };
+  c.omp = SINEW_BENCH_OMP(n, body);
+  std::optional<sinew::graph> gl;
+  cl::Kernel k;
+  if (dcl) {
+    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
+                                          scl::arg::scalar(a), scl::arg::count()})));
+    c.cl_leaf = [&] { gl->run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+    k = dcl->kernel("saxpy.cl", "saxpy");
+    c.cl_direct = [&] {
+      auto bx = dcl->wrap(in.x.data(), n, CL_MEM_READ_ONLY), by = dcl->wrap(in.y.data(), n, CL_MEM_READ_ONLY);
+      auto bz = dcl->wrap(z.data(), n, CL_MEM_WRITE_ONLY);
+      k.setArg(0, bx), k.setArg(1, by), k.setArg(2, bz), k.setArg(3, a), k.setArg(4, cl_uint(n));
+      dcl->launch(k, cl::NDRange(n), bz, n * sizeof(float));
+    };
+  }
+  const sb::series* s = measure_case(ctx, c);
+  if (s && s->stats.n) {
+    double limit = sb::triad_gbs(ctx);
+    if (limit > 0)
+      ctx.ratio("wl_" + c.key + "_vs_triad", s->stats.median / limit, 0.85, sb::higher,
+                "sinew map GB/s / STREAM triad GB/s " + sb::format_double(limit, 2) + " (hardware limit)");
+  }
+}
+
+void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
+  const int steps = 1000;
+  const std::vector<wl::coeff> ref = wl::series_reference(n, steps);
+  std::vector<std::vector<wl::coeff>> out(1, std::vector<wl::coeff>(n));
+  std::vector<wl::coeff>& o = out[0];
+  sinew::graph g(wl::series_node(steps));
+  auto body = [&](std::size_t i) { o[i] = wl::series_coefficient(i, steps); };
+  wl_case c;
+  c.label = "series " + size_label(n);
+  c.key = "series_" + size_label(n);
+  c.unit = "kcoeff/s";
+  c.to_metric = [n](double s) { return double(n) / s / 1e3; };
+  c.poison = [&] {
+    out.resize(1);
+    out[0].assign(n, wl::coeff{-1.0, -1.0});
+  };
+  c.check = [&] { return compare_exact(out.at(0), ref, "series"); };
+  c.check_cl = [&]() -> std::string {  // PoCL's pow/cos/sin round differently from glibc's
+    if (out.size() != 1 || out[0].size() != n) return "series (OpenCL): wrong output size";
+    for (std::size_t i = 0; i < n; ++i)
+      for (double d : {out[0][i].a - ref[i].a, out[0][i].b - ref[i].b})
+        if (!(std::fabs(d) <= 1e-12 * (std::fabs(ref[i].a) + std::fabs(ref[i].b)) + 1e-14))
+          return "series (OpenCL): coefficient " + std::to_string(i) + " differs from the reference";
+    return {};
+  };
+  c.sinew = [&] { g.run(wl::series_source(n), sinew::into(out)).get(); };
+  c.tbb = [&] { tbb_for(n, 1, body); };
+  c.omp = SINEW_BENCH_OMP(n, body);
+  std::optional<sinew::graph> gl;
+  cl::Kernel k;
+  if (dcl) {
+    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()})));
+    c.cl_leaf = [&] { gl->run(wl::series_source(n), sinew::into(out)).get(); };
+    k = dcl->kernel("series.cl", "series");
+    c.cl_direct = [&] {
+      auto bo = dcl->wrap(out[0].data(), n, CL_MEM_WRITE_ONLY);
+      k.setArg(0, bo), k.setArg(1, cl_int(steps)), k.setArg(2, cl_uint(n));
+      dcl->launch(k, cl::NDRange(n), bo, n * sizeof(wl::coeff));
+    };
+  }
+  measure_case(ctx, c);
+}
+
+void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
+  const std::uint8_t lo = 85, hi = 170;
+  sinew::array<std::uint8_t, 3> vol = wl::make_volume(side, side, side, 5);
+  const sinew::array<std::uint8_t, 3> ref = wl::segmentation_reference(vol, lo, hi);
+  sinew::array<std::uint8_t, 3> seg(vol.shape());
+  const std::size_t n = vol.size();
+  sinew::graph g(sinew::map<wl::segmentation>({lo, hi}));
+  auto body = [&, ip = vol.data(), op = seg.data()](std::size_t i) { wl::segmentation{lo, hi}(ip[i], op + i); };
+  wl_case c;
+  c.label = "segmentation " + std::to_string(side) + "^3";
+  c.key = "segmentation_" + std::to_string(side);
+  c.unit = "Mvoxel/s";
+  c.to_metric = [n](double s) { return double(n) / s / 1e6; };
+  c.poison = [&] { std::fill(seg.begin(), seg.end(), std::uint8_t(77)); };
+  c.check = [&] { return compare_exact(seg, ref, "segmentation"); };
+  c.sinew = [&] { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
+  c.tbb = [&] { tbb_for(n, 1, body); };
+  c.omp = SINEW_BENCH_OMP(n, body);
+  std::optional<sinew::graph> gl;
+  cl::Kernel k;
+  if (dcl) {
+    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
+                                          scl::arg::scalar(lo), scl::arg::scalar(hi), scl::arg::cols(),
+                                          scl::arg::rows()})));
+    c.cl_leaf = [&] { gl->run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
+    k = dcl->kernel("segmentation.cl", "segmentation");
+    c.cl_direct = [&] {
+      auto bi = dcl->wrap(vol.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(seg.data(), n, CL_MEM_WRITE_ONLY);
+      k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, lo), k.setArg(3, hi), k.setArg(4, cl_uint(side)),
+          k.setArg(5, cl_uint(side));
+      dcl->launch(k, cl::NDRange(side, side, side), bo, n);
+    };
+  }
+  measure_case(ctx, c);
+}
+
+void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
+  const std::uint8_t t = 128;
+  sinew::array<wl::rgba8, 2> img = wl::make_image(side, side, 3);
+  const sinew::array<wl::rgba8, 2> ref = wl::solarize_reference(img, t);
+  sinew::array<wl::rgba8, 2> out(img.shape());
+  const std::size_t n = img.size();
+  sinew::graph g(sinew::map<wl::solarize>({t}));
+  auto body = [&, ip = img.data(), op = out.data()](std::size_t i) { wl::solarize{t}(ip[i], op + i); };
+  wl_case c;
+  c.label = "solarize " + std::to_string(side) + "^2";
+  c.key = "solarize_" + std::to_string(side);
+  c.unit = "Mpixel/s";
+  c.to_metric = [n](double s) { return double(n) / s / 1e6; };
+  c.poison = [&] { std::fill(out.begin(), out.end(), wl::rgba8{1, 2, 3, 4}); };
+  c.check = [&] { return compare_exact(out, ref, "solarize"); };
+  c.sinew = [&] { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
+  c.tbb = [&] { tbb_for(n, 1, body); };
+  c.omp = SINEW_BENCH_OMP(n, body);
+  std::optional<sinew::graph> gl;
+  cl::Kernel k;
+  if (dcl) {
+    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
+                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()})));
+    c.cl_leaf = [&] { gl->run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
+    k = dcl->kernel("solarize.cl", "solarize");
+    c.cl_direct = [&] {
+      auto bi = dcl->wrap(img.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(out.data(), n, CL_MEM_WRITE_ONLY);
+      k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, t), k.setArg(3, cl_uint(side)), k.setArg(4, cl_uint(side));
+      dcl->launch(k, cl::NDRange(side, side), bo, n * sizeof(wl::rgba8));
+    };
+  }
+  measure_case(ctx, c);
+}
+
+void run(sb::context& ctx) {
+  const bool smoke = ctx.smoke(), quick = ctx.quick();
+  const std::size_t saxpy_n = smoke ? 1'000'000 : quick ? 10'000'000 : 50'000'000;
+  const std::vector<std::size_t> series_n = smoke ? std::vector<std::size_t>{64}
+                                            : quick ? std::vector<std::size_t>{1000}
+                                                    : std::vector<std::size_t>{1000, 10000};
+  const std::vector<std::size_t> seg_side = smoke ? std::vector<std::size_t>{32}
+                                            : quick ? std::vector<std::size_t>{100, 200}
+                                                    : std::vector<std::size_t>{100, 200, 400};
+  const std::vector<std::size_t> sol_side = smoke ? std::vector<std::size_t>{256}
+                                            : quick ? std::vector<std::size_t>{1024, 2048}
+                                                    : std::vector<std::size_t>{1024, 2048, 4096, 8192};
+  auto list = [](const std::vector<std::size_t>& v, const char* suffix) {
+    std::string s;
+    for (auto x : v) s += (s.empty() ? "" : ", ") + std::to_string(x) + suffix;
+    return s;
+  };
+  ctx.param("threads", sb::thread_count());
+  ctx.param("saxpy_elements", saxpy_n);
+  ctx.param("series_coefficients", list(series_n, ""));
+  ctx.param("segmentation_volumes", list(seg_side, "^3"));
+  ctx.param("solarize_images", list(sol_side, "^2"));
+
+  std::string why;
+  std::optional<direct_cl> dcl = direct_cl::open(why);
+  if (dcl) {
+    ctx.param("opencl_device", dcl->name());
+  } else {
+    ctx.note("OpenCL variants skipped: " + why);
+    std::printf("   workloads: OpenCL variants skipped: %s\n", why.c_str());
+  }
+  direct_cl* d = dcl ? &*dcl : nullptr;
+  saxpy_case(ctx, saxpy_n, d);
+  for (auto n : series_n) series_case(ctx, n, d);
+  for (auto s : seg_side) segmentation_case(ctx, s, d);
+  for (auto s : sol_side) solarize_case(ctx, s, d);
+}
+
+const sb::registrar reg("workloads",
+                        "seed 003 workloads (saxpy 50M, series, segmentation 100^3..400^3, solarize 1024^2..8192^2): "
+                        "Sinew map vs tbb::parallel_for and OpenMP; Sinew OpenCL leaf vs direct OpenCL on PoCL",
+                        run);
+
+}  // namespace
