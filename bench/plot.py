@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Plots sinew-bench JSON results (bench/results/*.json) as PNG files.
+
+    python3 bench/plot.py                          # every bench/results/*.json -> docs/img/
+    python3 bench/plot.py bench/results/x.json -o /tmp/img
+
+One PNG per (results file, benchmark): a horizontal bar per variant showing
+its median metric with the min..max spread as an error bar, grouped and
+coloured by variant kind (sinew, tbb, openmp, opencl, other). Files are
+named bench-<results file stem>-<benchmark>.png. The STREAM triad limit of
+the file (machine.stream_triad_GBps), when present, is drawn as a dashed
+line on plots whose unit is GB/s. Needs matplotlib:
+
+    apt-get install -y python3-matplotlib     # or: pip install matplotlib
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+
+def kind(name):
+    n = name.lower()
+    if "opencl" in n or "pocl" in n:
+        return "opencl"
+    if n.startswith("sinew") or " sinew" in n:
+        return "sinew"
+    if "openmp" in n or " omp" in n:
+        return "openmp"
+    if "tbb" in n or "flow graph" in n:
+        return "tbb"
+    return "other"
+
+
+COLOURS = {"sinew": "#1f77b4", "tbb": "#ff7f0e", "openmp": "#2ca02c", "opencl": "#9467bd", "other": "#7f7f7f"}
+
+
+def plot_benchmark(plt, bench, machine, out_path):
+    rows = [m for m in bench.get("measurements", []) if m.get("metric", {}).get("n", 0) > 0]
+    if not rows:
+        return False
+    units = sorted({m["unit"] for m in rows})
+    fig_h = 0.32 * len(rows) + 1.6
+    fig, axes = plt.subplots(len(units), 1, figsize=(9, fig_h), squeeze=False)
+    for ax, unit in zip(axes[:, 0], units):
+        ms = [m for m in rows if m["unit"] == unit]
+        names = [m["name"] for m in ms]
+        med = [m["metric"]["median"] for m in ms]
+        lo = [max(0.0, m["metric"]["median"] - m["metric"]["min"]) for m in ms]
+        hi = [max(0.0, m["metric"]["max"] - m["metric"]["median"]) for m in ms]
+        ys = list(range(len(ms)))[::-1]
+        ax.barh(ys, med, xerr=[lo, hi], color=[COLOURS[kind(n)] for n in names], capsize=2)
+        ax.set_yticks(ys)
+        ax.set_yticklabels(names, fontsize=7)
+        better = ms[0].get("better", "higher")
+        ax.set_xlabel("%s (%s is better; bar = median, whiskers = min..max)" % (unit, better), fontsize=8)
+        triad = machine.get("stream_triad_GBps")
+        if unit == "GB/s" and triad:
+            ax.axvline(triad, color="k", linestyle="--", linewidth=1)
+            ax.text(triad, ys[0] + 0.5, " STREAM triad %.1f GB/s" % triad, fontsize=7, va="bottom")
+    ratios = bench.get("ratios", [])
+    subtitle = "; ".join("%s=%.3f (target %s %g)" % (r["name"], r["value"], "<=" if r["better"] == "lower" else ">=",
+                                                       r["target"]) for r in ratios[:4] if r.get("value") is not None)
+    if len(ratios) > 4:
+        subtitle += "; +%d more" % (len(ratios) - 4)
+    title = "%s — %s, %s threads" % (bench["name"], machine.get("cpu_model", "?"), machine.get("sinew_scheduler_threads", "?"))
+    fig.suptitle(title + ("\n" + subtitle if subtitle else ""), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description="Plot sinew-bench JSON results as PNG files.")
+    ap.add_argument("files", nargs="*", help="JSON results (default: bench/results/*.json)")
+    ap.add_argument("-o", "--out", default=os.path.join(here, "..", "docs", "img"), help="output directory")
+    args = ap.parse_args()
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot.py needs matplotlib: apt-get install -y python3-matplotlib (or pip install matplotlib)")
+    files = args.files or sorted(glob.glob(os.path.join(here, "results", "*.json")))
+    if not files:
+        sys.exit("plot.py: no JSON results given and none in bench/results/")
+    os.makedirs(args.out, exist_ok=True)
+    written = 0
+    for f in files:
+        try:
+            with open(f) as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError) as e:
+            sys.exit("plot.py: %s: %s" % (f, e))
+        if not str(doc.get("schema", "")).startswith("sinew-bench/"):
+            print("plot.py: %s: not a sinew-bench result (schema %r), skipped" % (f, doc.get("schema")), file=sys.stderr)
+            continue
+        stem = os.path.splitext(os.path.basename(f))[0]
+        for b in doc.get("benchmarks", []):
+            out = os.path.join(args.out, "bench-%s-%s.png" % (stem, b["name"]))
+            if plot_benchmark(plt, b, doc.get("machine", {}), out):
+                print(out)
+                written += 1
+    if written == 0:
+        sys.exit("plot.py: nothing to plot (no measured variants)")
+
+
+if __name__ == "__main__":
+    main()
