@@ -41,7 +41,7 @@ def plot_benchmark(plt, bench, machine, out_path):
     if not rows:
         return False
     units = sorted({m["unit"] for m in rows})
-    fig_h = 0.32 * len(rows) + 1.6
+    fig_h = 0.32 * len(rows) + 1.6 + 0.15 * min(5, len(bench.get("ratios", [])))
     fig, axes = plt.subplots(len(units), 1, figsize=(9, fig_h), squeeze=False)
     for ax, unit in zip(axes[:, 0], units):
         ms = [m for m in rows if m["unit"] == unit]
@@ -60,10 +60,10 @@ def plot_benchmark(plt, bench, machine, out_path):
             ax.axvline(triad, color="k", linestyle="--", linewidth=1)
             ax.text(triad, ys[0] + 0.5, " STREAM triad %.1f GB/s" % triad, fontsize=7, va="bottom")
     ratios = bench.get("ratios", [])
-    subtitle = "; ".join("%s=%.3f (target %s %g)" % (r["name"], r["value"], "<=" if r["better"] == "lower" else ">=",
+    subtitle = "\n".join("%s=%.3f (target %s %g)" % (r["name"], r["value"], "<=" if r["better"] == "lower" else ">=",
                                                        r["target"]) for r in ratios[:4] if r.get("value") is not None)
     if len(ratios) > 4:
-        subtitle += "; +%d more" % (len(ratios) - 4)
+        subtitle += "\n+%d more ratios (see the JSON)" % (len(ratios) - 4)
     title = "%s — %s, %s threads" % (bench["name"], machine.get("cpu_model", "?"), machine.get("sinew_scheduler_threads", "?"))
     fig.suptitle(title + ("\n" + subtitle if subtitle else ""), fontsize=8)
     fig.tight_layout()
@@ -84,7 +84,8 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("plot.py needs matplotlib: apt-get install -y python3-matplotlib (or pip install matplotlib)")
+        sys.exit("plot.py needs matplotlib, which %s cannot import: apt-get install -y python3-matplotlib "
+                 "(then run it with /usr/bin/python3), or pip install matplotlib" % sys.executable)
     files = args.files or sorted(glob.glob(os.path.join(here, "results", "*.json")))
     if not files:
         sys.exit("plot.py: no JSON results given and none in bench/results/")
