@@ -218,6 +218,11 @@ int main(int argc, char** argv) {
               m.openmp.empty() ? "no" : m.openmp.c_str(), sb::thread_count(), m.sinew_scheduler.c_str(),
               m.sinew_scheduler_threads);
   {
+    std::string cl;
+    for (const auto& d : m.opencl_devices) cl += (cl.empty() ? "" : "; ") + d;
+    std::printf("             NUMA nodes %u | OpenCL: %s\n", m.numa_nodes, cl.empty() ? "no device" : cl.c_str());
+  }
+  {
     // Are other processes running right now? (The load average lags by a minute.)
     sb::cpu_snapshot c0 = sb::cpu_now();
     double t0 = sb::now_seconds();
