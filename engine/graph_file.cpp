@@ -572,6 +572,11 @@ graph_file graph_file::parse(std::string_view text, const std::string& origin, c
     // nlohmann: "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..."
     if (auto p = msg.find("syntax error"); p != std::string::npos) msg = msg.substr(p);
     throw json_error(origin, "", "invalid JSON: " + msg, line, col);
+  } catch (const detail::json::exception& e) {
+    // e.g. "number overflow parsing '1E99999'" (out_of_range): no position.
+    std::string msg = e.what();
+    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw json_error(origin, "/", "invalid JSON: " + msg);
   }
   for (const auto& o : overrides) detail::apply_override(s->doc, o, origin);
   detail::load_document(*s);
