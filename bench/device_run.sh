@@ -1,25 +1,63 @@
 #!/bin/bash
-# The 16-core device run behind bench/results/*-16core-h200host.*.
-#   bash bench/device_run.sh prepare   # here: build/ must exist; fills dev-carry/ (git-ignored)
-#   bash dev-carry/run.sh              # on the device machine, with dev-carry carried; writes to $OUT
-set -euo pipefail
+# Runs on the 16-core device machine (one H200 or H100; its OpenCL loader
+# lists PoCL and NVIDIA CUDA). Binaries are built here and carried.
+#   bash bench/device_run.sh prepare            # here: from build-lead/ (Release) and build-fuzz/ (make fuzz)
+#   bash dev-carry/run.sh devices|schedulers|fuzz|e2e   # on the device, dev-carry carried; results in $OUT
+set -uo pipefail
 if [ "${1:-}" = prepare ]; then
-  rm -rf dev-carry && mkdir dev-carry
-  cp build/bench/sinew-bench build/tests/sinew-tests build/tools/sinew dev-carry/
-  cp -L build/libsinew.so.0 dev-carry/
-  for l in libtbb.so.12 libtbbmalloc.so.2 libtbbbind_2_5.so.3 libhwloc.so.15 libgomp.so.1; do
+  B=${BUILD:-build-lead}
+  rm -rf dev-carry && mkdir -p dev-carry/fuzz
+  cp $B/bench/sinew-bench $B/tests/sinew-tests $B/tools/sinew dev-carry/
+  cp -L $B/libsinew.so.0 dev-carry/
+  for l in libtbb.so.12 libtbbmalloc.so.2 libtbbbind_2_5.so.3 libhwloc.so.15 libgomp.so.1 libnuma.so.1; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
   done
+  if [ -d build-fuzz/fuzz ]; then
+    cp build-fuzz/fuzz/fuzz_* dev-carry/fuzz/
+    cp -L build-fuzz/libsinew.so.0 dev-carry/fuzz/
+    strip --strip-debug dev-carry/fuzz/*
+  fi
   cp "$0" dev-carry/run.sh
+  du -sh dev-carry
   exit 0
 fi
-# On the device: the benchmarks and the test suite on 16 threads.
-export LD_LIBRARY_PATH=$PWD/dev-carry
+root=$PWD
+export LD_LIBRARY_PATH=$root/dev-carry
 cd dev-carry
-{ nproc; lscpu | head -20; ldd ./sinew-bench | head -20; } > "$OUT/machine.txt" 2>&1
-./sinew --version >> "$OUT/machine.txt" 2>&1
-timeout 240 ./sinew-tests > "$OUT/tests16.txt" 2>&1; echo "tests rc=$?" >> "$OUT/tests16.txt"
-{ SINEW_SCHEDULER=steal timeout 120 ./sinew-tests "[runtime],[stream]"; echo "steal rc=$?";
-  SINEW_SCHEDULER=deal timeout 120 ./sinew-tests "[runtime],[stream],[deal]"; echo "deal rc=$?"; } > "$OUT/tests16-policies.txt" 2>&1
-timeout 200 ./sinew-bench --all --json "$OUT/16core.json" > "$OUT/16core.txt" 2>&1; echo "bench rc=$?" >> "$OUT/16core.txt"
-timeout 60 ./sinew demo --images 64 --size 2048 > "$OUT/demo16.txt" 2>&1; echo "demo rc=$?" >> "$OUT/demo16.txt"
+bench() {  # bench NAME SECONDS [options...]: one benchmark, JSON and text in $OUT
+  local name=$1 secs=$2; shift 2
+  timeout "$secs" ./sinew-bench "$name" "$@" --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
+  echo "$name rc=$?" >> "$OUT/$name.txt"
+}
+case "${1:-}" in
+  devices)
+    { nproc; lscpu | head -20; ./sinew devices; ./sinew --version; } > "$OUT/machine.txt" 2>&1 ;;
+  schedulers)  # issues 3, 4, 6
+    { nproc; lscpu | head -20; ./sinew devices; } > "$OUT/machine.txt" 2>&1
+    bench sched_spawn 60
+    bench sched_grain 60
+    bench mir_suite 100
+    bench numa_sim 50
+    bench map_dispatch 40
+    bench multidevice_series 60
+    bench multidevice_unbalanced 60
+    bench multidevice_saxpy 40
+    bench opencl_leaves 30
+    bench group_leaves 50 ;;
+  fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560)
+    export LD_LIBRARY_PATH=$root/dev-carry/fuzz:$root/dev-carry
+    secs=${FUZZ_SECONDS:-560}
+    for h in fuzz/fuzz_*; do
+      short=$(basename "$h"); short=${short#fuzz_}
+      mkdir -p "$OUT/fuzz/$short"
+      scratch=$(mktemp -d)
+      "$h" "$scratch" "$root/tests/fuzz/corpus/$short" -max_total_time="$secs" -max_len=65536 -timeout=20 \
+        -artifact_prefix="$OUT/fuzz/$short/" -print_final_stats=1 > "$OUT/fuzz/$short.log" 2>&1 &
+    done
+    wait ;;
+  e2e)  # issue 7 workloads
+    for b in stream_triad map_saxpy workloads image_pipeline nbody farm_grain queue_handoff pipeline_overhead; do
+      bench $b 70 --quick
+    done ;;
+  *) echo "usage: run.sh devices|schedulers|fuzz|e2e" >&2; exit 2 ;;
+esac
