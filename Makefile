@@ -34,13 +34,13 @@ test: build
 run: build
 	$(BUILD)/tools/sinew demo
 
+# bench/results/<date>-<N>core.json/.txt (+ -starpu with StarPU) and docs/img plots
 bench: build
-	mkdir -p bench/results
-	$(BUILD)/bench/sinew-bench --all --json bench/results/latest.json
+	bash bench/run_suite.sh $(BUILD)
 
+# bench/results/quick-<N>core.json/.txt: smaller sizes, no plots
 bench-quick: build
-	mkdir -p bench/results
-	$(BUILD)/bench/sinew-bench --all --quick --json bench/results/latest.json
+	bash bench/run_suite.sh $(BUILD) --quick
 
 tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(CMAKE_FLAGS)
