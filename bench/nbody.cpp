@@ -6,6 +6,8 @@
 // results must equal the sequential reference bit for bit.
 //
 // RATIO: nbody = Sinew steps/s / oneTBB steps/s (medians), target >= 0.95.
+// A note puts both in GFLOP/s (20 flops per interaction) against the
+// measured float peak of peak_flops (peak.hpp).
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
+#include "peak.hpp"
 
 namespace {
 
@@ -99,6 +102,17 @@ void run(sb::context& ctx) {
                                    .note = "double-buffered, swap per step"});
   ctx.note("interactions per step: " + std::to_string(n * n) + "; sinew " +
            sb::format_double(s_sinew.stats.median * double(n * n) / 1e9, 3) + " G interactions/s");
+  // The limit: peak_flops' measured float peak of this build's ISA, at the
+  // customary 20 flops per interaction (sqrt and divide count 1 each).
+  if (s_sinew.stats.n && s_tbb.stats.n) {
+    const double peak = sb::peak_gflops_float(ctx);
+    auto gf = [&](const sb::series& s) { return s.stats.median * double(n * n) * 20.0 / 1e9; };
+    ctx.param("peak_gflops_float", sb::format_double(peak, 2));
+    ctx.note("vs peak: sinew " + sb::format_double(gf(s_sinew), 2) + " GFLOP/s = " +
+             sb::format_double(100.0 * gf(s_sinew) / peak, 1) + "%, oneTBB " + sb::format_double(gf(s_tbb), 2) +
+             " GFLOP/s = " + sb::format_double(100.0 * gf(s_tbb) / peak, 1) + "% of the measured float peak " +
+             sb::format_double(peak, 2) + " GFLOP/s (20 flops per interaction)");
+  }
   if (s_sinew.stats.n && s_tbb.stats.n)
     ctx.ratio("nbody", s_sinew.stats.median / s_tbb.stats.median, 0.95, sb::higher,
               "sinew for-skeleton steps/s / hand-written oneTBB loop steps/s (medians)");
