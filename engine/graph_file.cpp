@@ -14,6 +14,7 @@
 
 #include <sinew/deal_scheduler.hpp>
 #include <sinew/elem_type.hpp>
+#include <sinew/distributed.hpp>
 #include <sinew/farm.hpp>
 #include <sinew/io.hpp>
 #include <sinew/kernel_registry.hpp>
@@ -146,6 +147,17 @@ kernel_args args_at(const json_cursor& c, const kernel_info& k) {
 
 namespace {
 
+/// "placement": standard, fine, coarse or auto (seed 000 paper 1, Tables 1-3);
+/// a bad name fails naming the JSON pointer.
+placement placement_at(const json_cursor& c) {
+  std::string name = c.as_string();
+  try {
+    return parse_placement(name);
+  } catch (const error& e) {
+    c.fail(e.what());
+  }
+}
+
 /// Loop predicates a graph file can name.
 loop_predicate make_predicate(const json_cursor& c, const flow& body_out) {
   c.expect_object({"predicate", "buffer", "value"}, {"predicate", "value"});
@@ -206,12 +218,13 @@ class builder {
       b.ref.named(n);
     }
     if (c.has("capacity")) b.real.capacity(std::size_t(c.at("capacity").as_uint(1, 1u << 20)));
+    if (c.has("placement")) b.real.placement(placement_at(c.at("placement")));
     return b;
   }
 
  private:
   built pipeline_at(const json_cursor& c, const flow& in) {
-    c.expect_object({"pipeline", "name", "capacity"});
+    c.expect_object({"pipeline", "name", "capacity", "placement"});
     json_cursor stages = c.at("pipeline");
     stages.expect_array();
     if (stages.value().empty()) stages.fail("a pipeline needs at least one stage");
@@ -227,16 +240,18 @@ class builder {
   }
 
   built farm_at(const json_cursor& c, const flow& in) {
-    c.expect_object({"farm", "workers", "ordered", "name", "capacity"}, {"workers"});
+    c.expect_object({"farm", "workers", "ordered", "name", "capacity", "placement", "distributed"}, {"workers"});
     unsigned n = unsigned(c.at("workers").as_uint(1, 4096));
     bool ordered = c.get_bool("ordered", true);
     built w = node_at(c.at("farm"), in);
-    return {farm(w.real, n, ordered ? farm_order::ordered : farm_order::unordered), farm(w.ref, n), w.out};
+    node real = farm(w.real, n, ordered ? farm_order::ordered : farm_order::unordered);
+    if (c.get_bool("distributed", false)) real = distributed(real);  // over MPI ranks (docs/distributed.md)
+    return {real, farm(w.ref, n), w.out};
   }
 
   built loop_at(const json_cursor& c, const flow& in, const std::string& kind) {
-    if (kind == "for") c.expect_object({"for", "iterations", "name", "capacity"}, {"iterations"});
-    else c.expect_object({"loop", "until", "max_iterations", "name", "capacity"}, {"until"});
+    if (kind == "for") c.expect_object({"for", "iterations", "name", "capacity", "placement"}, {"iterations"});
+    else c.expect_object({"loop", "until", "max_iterations", "name", "capacity", "placement"}, {"until"});
     built body = node_at(c.at(kind), in);
     if (!same_types(body.out.types, in.types))
       c.at(kind).fail("a loop body must write what it reads (iteration k+1 reads iteration k's output): it reads " +
@@ -252,8 +267,8 @@ class builder {
 
   built leaf_at(const json_cursor& c, const flow& in, const std::string& kind) {
     if (kind == "map" && c.at("map").value().is_object()) return opencl_map_at(c, in, s_);
-    if (kind == "map") c.expect_object({"map", "args", "name", "capacity"});
-    else c.expect_object({"map_reduce", "args", "reduce", "name", "capacity"}, {"reduce"});
+    if (kind == "map") c.expect_object({"map", "args", "name", "capacity", "placement", "distributed"});
+    else c.expect_object({"map_reduce", "args", "reduce", "name", "capacity", "placement"}, {"reduce"});
     json_cursor kc = c.at(kind);
     const kernel_info& k = kernel_at(kc);
     kernel_args args = args_at(c, k);
@@ -265,6 +280,7 @@ class builder {
     built b;
     if (kind == "map") {
       b.real = k.make(args);
+      if (c.get_bool("distributed", false)) b.real = distributed(b.real);  // rows split over MPI ranks
       b.ref = reference_node(k, args);
       b.out.types = b.real.impl()->output_types();
       b.out.rank = in.rank;
@@ -487,7 +503,7 @@ void scheduler_at(graph_file_state& s, const json_cursor& c) {
 void load_document(graph_file_state& s) {
   json_cursor root(s.doc, "", &s.origin);
   root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch",
-                      "memory_limit_mib", "plugins", "source", "graph", "sink", "verify"},
+                      "memory_limit_mib", "plugins", "source", "graph", "sink", "verify", "placement"},
                      {"sinew", "name", "source", "graph", "sink"});
   std::uint64_t v = root.at("sinew").as_uint();
   if (v != std::uint64_t(graph_file::format_version))
@@ -498,6 +514,7 @@ void load_document(graph_file_state& s) {
   s.description = root.get_string("description", "");
   s.devices = root.get_string("devices", "all");
   if (root.has("scheduler")) scheduler_at(s, root.at("scheduler"));
+  if (root.has("placement")) s.placement = placement_at(root.at("placement"));
   s.capacity = std::size_t(root.get_uint("queue_capacity", 0, 0, 1u << 20));
   s.batch = unsigned(root.get_uint("batch", 256, 1, 1u << 20));
   s.memory_limit = std::size_t(root.get_uint("memory_limit_mib", 0, 0, std::uint64_t(1) << 30)) << 20;
@@ -630,6 +647,7 @@ graph_options graph_file::options(scheduler* sched) const {
   o.scheduler = sched;
   o.capacity = s_->capacity;
   o.batch = s_->batch;
+  o.placement = s_->placement;
   return o;
 }
 

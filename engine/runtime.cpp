@@ -36,6 +36,23 @@ inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t v, bool concurrent
 thread_local stage_rt* tl_stage = nullptr;
 // Traced runs only: the unit this thread is processing (for chunk events).
 thread_local std::uint64_t tl_seq = 0;
+// The input layer of the unit this thread's stage is processing: a map's
+// parallel_for passes its buffers' placement to the scheduler.
+thread_local const layer* tl_in = nullptr;
+
+struct input_scope {
+  const layer* prev;
+  explicit input_scope(const layer* l) noexcept : prev(tl_in) { tl_in = l; }
+  ~input_scope() { tl_in = prev; }
+};
+
+// The placement hint of a layer: its buffers, if any of them was placed.
+bool placed(const layer* l) noexcept {
+  if (!l) return false;
+  for (unsigned i = 0; i < l->size(); ++i)
+    if ((*l)[i] && (*l)[i]->placed_nodes()) return true;
+  return false;
+}
 
 struct stage_scope {
   stage_rt* prev;
@@ -90,8 +107,12 @@ void stage_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    detail::function_ref<void(std::size_t, std::size_t)> body) {
   stage_rt* st = &st_;
   trace* tr = st->run->tr;
+  // Over placed buffers the scheduler learns where they are (`deal` runs
+  // the chunks on their node).
+  locality_hint hint;
+  if (const layer* in = tl_in; placed(in)) hint.reads = std::span<const buffer_ref>(&(*in)[0], in->size());
   if (!tr) {
-    real_.parallel_for(n, grain, [&](std::size_t b, std::size_t e) {
+    real_.parallel_for_at(hint, n, grain, [&](std::size_t b, std::size_t e) {
       stage_scope in_stage(st);
       body(b, e);
       st->chunks.fetch_add(1, std::memory_order_relaxed);
@@ -99,7 +120,7 @@ void stage_scheduler::parallel_for(std::size_t n, std::size_t grain,
     return;
   }
   const std::uint64_t seq = tl_seq;  // the unit the caller is processing
-  real_.parallel_for(n, grain, [&](std::size_t b, std::size_t e) {
+  real_.parallel_for_at(hint, n, grain, [&](std::size_t b, std::size_t e) {
     stage_scope in_stage(st);
     trace::scope ts(tr);
     const std::uint64_t t0 = now_ns();
@@ -108,6 +129,27 @@ void stage_scheduler::parallel_for(std::size_t n, std::size_t grain,
                  {{"seq", seq}, {"begin", b}, {"end", e}});
     st->chunks.fetch_add(1, std::memory_order_relaxed);
   });
+}
+
+// ---------------------------------------------------------------- placement
+
+stage_placement::stage_placement(const topology& t, sinew::placement p) : policy(p) {
+  const sinew::placement concrete[3] = {sinew::placement::standard, sinew::placement::fine,
+                                        sinew::placement::coarse};
+  for (int i = 0; i < 3; ++i)
+    if (p == sinew::placement::automatic || p == concrete[i])
+      by_policy[i] = std::make_unique<placer>(t, concrete[i]);
+}
+
+void stage_placement::place(layer& out, int toucher_node, bool split) {
+  sinew::placement p = policy;
+  // Table 3 per unit: the stage's output buffers are the allocations, its
+  // chunks the tasks operating on them.
+  if (p == sinew::placement::automatic) p = choose_placement(std::max(1u, out.size()), split ? 2 : 1);
+  placer& pl = *by_policy[p == sinew::placement::standard ? 0 : p == sinew::placement::fine ? 1 : 2];
+  if (toucher_node >= 0 && std::size_t(toucher_node) >= pl.topo().nodes()) toucher_node = -1;
+  for (unsigned i = 0; i < out.size(); ++i)
+    if (out[i] && !out[i]->external()) pl.place_buffer(*out[i], toucher_node);
 }
 
 // ---------------------------------------------------------------- regions
@@ -442,6 +484,16 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
       const std::uint64_t b = u->in().bytes();
       for (const auto& p : spec->entry_pipelines) insert_pipeline_layers(*p, u->in(), *u);
       exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get()};
+      if (place && !spec->in_place)
+        place->place(u->out(), run->sched->current_node(), chunks.load(std::memory_order_relaxed) != 0);
+      input_scope placed_input(&u->in());
+      // An async stage's unit may leave later from another thread (a
+      // distributed farm's unit on another process): the slot reserved in
+      // `out` and the inflight count stay taken until finish_async.
+      if (spec->async && spec->exec->start(a, [keep = run->shared_from_this(), this, u, b](std::exception_ptr e) {
+            finish_async(u, b, e);
+          }))
+        return;
       if (trace* tr = run->tr) [[unlikely]] {
         tl_seq = u->seq();
         const std::uint64_t ts = now_ns();
@@ -457,6 +509,11 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
       run->fail(spec->path, std::current_exception());
     }
   }
+  pass_on(u);
+  if (concurrent) finish_one();
+}
+
+void stage_rt::pass_on(work_unit* u) {
   if (run->dropping()) {
     run->release_unit(u);
     out->unreserve();
@@ -469,7 +526,24 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
     // the hand-off costs. Costly stages wake it at once, for parallelism.
     if (!cheap() || out->consumer->max_active > 1) out->pushed();  // a farm may start more replicas
   }
-  if (concurrent) finish_one();
+}
+
+void stage_rt::finish_async(work_unit* u, std::uint64_t b, std::exception_ptr e) {
+  if (e) {
+    run->fail(spec->path, e);
+  } else if (!run->dropping()) {
+    try {
+      if (!spec->in_place) u->pop_layer();
+      bump(units, 1, true);
+      bump(bytes, b, true);
+    } catch (...) {
+      run->fail(spec->path, std::current_exception());
+    }
+  }
+  pass_on(u);
+  if (!run->dropping()) out->consumer->notify();  // no activation of ours ends to wake it
+  finish_one();
+  notify();  // input may wait for the slot this unit held
 }
 
 // ---------------------------------------------------------------- run state
@@ -519,6 +593,11 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
   }
   const auto& specs = g->stages;
   std::size_t n = specs.size();
+  std::optional<topology> tp;  // read once, only when a stage places its buffers
+  auto topo = [&]() -> const topology& {
+    if (!tp) tp = topology::current();
+    return *tp;
+  };
   for (std::size_t i = 0; i <= n; ++i) {
     channel_spec c = channel_for(*g, i);
     channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth));
@@ -531,6 +610,10 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
     st->out = i < n ? channels[i + 1].get() : nullptr;
     st->max_active = i < n ? specs[i].concurrency : 1;
     st->sched = std::make_unique<stage_scheduler>(*sched, *st);
+    if (i < n) {
+      auto pl = specs[i].placement ? specs[i].placement : g->opts.placement;
+      if (pl) st->place = std::make_unique<stage_placement>(topo(), *pl);
+    }
     channels[i]->consumer = st.get();
     if (i < n) channels[i + 1]->producer = st.get();
     stages.push_back(std::move(st));
@@ -773,6 +856,7 @@ void run_state::fail(const std::string& path, std::exception_ptr e) {
   while (s < failed && !state.compare_exchange_weak(s, failed)) {}
   stop_flag.store(true, std::memory_order_release);
   wake_all();
+  snk.impl().interrupt();  // a sink blocked on a peer must not hold up the failure
 }
 
 void run_state::request(int how) {
@@ -789,6 +873,7 @@ void run_state::request(int how) {
   }
   stop_flag.store(true, std::memory_order_release);
   wake_all();
+  if (how == cancelled) snk.impl().interrupt();  // stop drains into the sink: no interrupt
 }
 
 void run_state::wake_all() {

@@ -146,6 +146,18 @@ struct channel_spec {
 channel_spec channel_for(const compiled_graph& g, std::size_t i);
 const char* kind_name(channel::kind k) noexcept;
 
+/// The placers of a stage with a placement (graph_options::placement,
+/// node::placement): its output buffers are placed as the stage writes
+/// them. One placer per concrete policy, since `automatic` resolves per unit.
+struct stage_placement {
+  stage_placement(const topology& t, sinew::placement p);
+  sinew::placement policy;
+  std::unique_ptr<placer> by_policy[3];  // standard, fine, coarse
+  /// Places the pooled buffers of `out` (caller-owned ones are left
+  /// alone); `split`: the stage has split units into chunks.
+  void place(layer& out, int toucher_node, bool split);
+};
+
 struct stage_rt {
   run_state* run;
   const stage_spec* spec;  // null: the sink
@@ -153,6 +165,7 @@ struct stage_rt {
   channel* out;  // null: the sink
   unsigned max_active;
   std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
+  std::unique_ptr<stage_placement> place;  // null: outputs not placed
   // Read by the neighbouring stages on every push and pop: its own line.
   alignas(cache_line) std::atomic<unsigned> active{0};
   // Written by this stage's activations only.
@@ -196,6 +209,11 @@ struct stage_rt {
   /// caller runs it next (nullptr when it has nothing to do or is running).
   stage_rt* leave();
   void process(work_unit* u, std::uint64_t ticket);
+  /// A unit an async stage (stage_spec::async) handed to its executable came
+  /// back (from any thread): as the end of process() for it.
+  void finish_async(work_unit* u, std::uint64_t bytes_in, std::exception_ptr e);
+  /// Passes a processed unit on (or drops it when the run is dropping).
+  void pass_on(work_unit* u);
   void finish_one();                // a popped data unit left the stage
   void forward_eos(work_unit* e);
 };

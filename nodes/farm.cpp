@@ -29,6 +29,7 @@ class farm_node final : public node_impl {
     if (ordered) --c.ordered_depth;
     if (c.stages.size() == first) return;
     for (std::size_t i = first; i < c.stages.size(); ++i) c.stages[i].concurrency *= n_;
+    inherit_placement(c, first);
     if (capacity) c.stages[first].capacity = capacity;
     if (ordered) {
       c.stages[first].enter_regions.push_back(depth);
@@ -41,10 +42,22 @@ class farm_node final : public node_impl {
   }
 
  private:
+  friend bool farm_parts(const node_impl& n, node_ptr& worker, unsigned& workers, farm_order& order);
   node_ptr w_;
   unsigned n_;
   farm_order order_;
 };
+
+/// The worker, replica count and order of a farm node (false if `n` is not
+/// one); used by `distributed` (nodes/distributed.cpp).
+bool farm_parts(const node_impl& n, node_ptr& worker, unsigned& workers, farm_order& order) {
+  auto* f = dynamic_cast<const farm_node*>(&n);
+  if (!f) return false;
+  worker = f->w_;
+  workers = f->n_;
+  order = f->order_;
+  return true;
+}
 
 }  // namespace detail
 

@@ -13,6 +13,7 @@ DEFAULT_PACKAGES=(
     libcli11-dev
     libbenchmark-dev
     graphviz
+    openmpi-bin libopenmpi-dev
 )
 
 if [[ $# -gt 0 ]]; then

@@ -10,6 +10,9 @@
 #include <sinew/graph_file.hpp>
 #include <sinew/multi_device_map.hpp>
 #include <sinew/trace.hpp>
+#ifdef SINEW_HAVE_MPI
+#include <sinew/mpi/session.hpp>
+#endif
 
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -36,7 +40,20 @@ struct run_options {
   unsigned threads = 0;
   double progress_interval = 1.0;
   std::uint64_t memory_limit_mib = 0;
+  bool mpi = false;
 };
+
+#ifdef SINEW_HAVE_MPI
+/// Under mpirun (docs/distributed.md): the session and how far this rank got.
+struct mpi_run {
+  sinew::mpi::session* s = nullptr;
+  bool agreed = false;   // agree() was called (once per run)
+  bool finished = false; // rank 0: finish() was called
+  int rank() const { return s ? s->rank() : 0; }
+  bool distributed() const { return s && s->size() > 1; }
+};
+mpi_run g_mpi;
+#endif
 
 std::atomic<int> g_signals{0};
 
@@ -162,6 +179,20 @@ int run_file(const run_options& o) {
     go.trace = rec.get();
   }
   sinew::graph g(f.root(), go);
+#ifdef SINEW_HAVE_MPI
+  std::vector<sinew::mpi::rank_stats> rank_stats;
+  if (g_mpi.distributed()) {
+    g_mpi.agreed = true;
+    if (!g_mpi.s->agree(true)) {
+      g_mpi.finished = true;  // nothing ran: the other ranks stop on their own
+      if (g_mpi.rank() > 0) return exit_failure;
+      throw sinew::error("another MPI rank could not set the graph up (see its message)");
+    }
+    // Ranks other than 0 serve the distributed nodes of the same graph until
+    // rank 0's run ends; they exit 1 when that run failed.
+    if (g_mpi.rank() > 0) return g_mpi.s->serve() ? exit_ok : exit_failure;
+  }
+#endif
 
   auto sum = std::make_shared<sinew::io::checksum_result>();
   sinew::sink snk = f.make_sink(sum);
@@ -211,6 +242,12 @@ int run_file(const run_options& o) {
   }
   const bool interrupted = g_signals.load() > 0;
   sinew::run_stats st = run.stats();
+#ifdef SINEW_HAVE_MPI
+  if (g_mpi.distributed()) {
+    g_mpi.finished = true;
+    rank_stats = g_mpi.s->finish(code == exit_ok && !cancelled);
+  }
+#endif
 
   // 3. Report.
   if (code == exit_ok && !cancelled && f.sink_type() == "checksum")
@@ -220,6 +257,15 @@ int run_file(const run_options& o) {
     print_stats(st);
     for (const auto& [ptr, n] : f.device_maps())
       std::fprintf(stderr, "%s: %s\n", ptr.c_str(), sinew::device_stats(n).str().c_str());
+#ifdef SINEW_HAVE_MPI
+    if (g_mpi.distributed()) {
+      auto sent = g_mpi.s->units_sent();
+      std::fprintf(stderr, "mpi: %d ranks; farm units sent:", g_mpi.s->size());
+      for (std::size_t r = 1; r < sent.size(); ++r) std::fprintf(stderr, " rank %zu: %llu", r, (unsigned long long)sent[r]);
+      std::fprintf(stderr, "\n");
+      for (const auto& r : rank_stats) std::fprintf(stderr, "mpi: %s\n", r.str().c_str());
+    }
+#endif
   }
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
   std::fprintf(stderr,
@@ -255,6 +301,40 @@ int run_file(const run_options& o) {
   return exit_ok;
 }
 
+/// run_file, inside an MPI session when launched by mpirun (or --mpi).
+int run_entry(const run_options& o) {
+#ifdef SINEW_HAVE_MPI
+  if (!o.mpi && !sinew::mpi::launched_by_mpirun()) return run_file(o);
+  sinew::mpi::session s;
+  g_mpi = {&s, false, false};
+  try {
+    int code = run_file(o);
+    g_mpi = {};
+    return code;
+  } catch (const std::exception& e) {
+    if (g_mpi.distributed()) {
+      // Every rank must learn of the failure, or the others wait for it.
+      if (!g_mpi.agreed) s.agree(false);
+      else if (g_mpi.rank() == 0 && !g_mpi.finished) s.finish(false);
+      else if (g_mpi.rank() > 0) {
+        std::fprintf(stderr, "sinew: error: rank %d: %s\n", g_mpi.rank(), e.what());
+        s.abort(exit_failure);  // rank 0 may be waiting for this rank's results
+      }
+      if (g_mpi.rank() > 0) std::fprintf(stderr, "sinew: error: rank %d: %s\n", g_mpi.rank(), e.what());
+    }
+    g_mpi = {};
+    if (s.rank() > 0) return dynamic_cast<const sinew::json_error*>(&e) ? exit_usage : exit_failure;
+    throw;
+  }
+#else
+  if (o.mpi)
+    throw sinew::json_error(o.file, "", "--mpi: this sinew was built without MPI (install libopenmpi-dev and rebuild)");
+  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    std::fprintf(stderr, "sinew: warning: started by mpirun but built without MPI: every rank runs the whole graph\n");
+  return run_file(o);
+#endif
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, command_table& t) {
@@ -276,7 +356,10 @@ void add_run(CLI::App& app, command_table& t) {
                   "MiB of unit buffers the run may hold (default: the file's memory_limit_mib, else none); "
                   "past it the run fails naming the stage")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 30));
-  cmd->callback([o, &t] { t.action = [o] { return run_file(*o); }; });
+  cmd->add_flag("--mpi", o->mpi,
+                "run over the ranks of an MPI job (implied under mpirun): rank 0 runs the graph, distributed "
+                "farms and maps use every rank (docs/distributed.md)");
+  cmd->callback([o, &t] { t.action = [o] { return run_entry(*o); }; });
 }
 
 }  // namespace sinew_cli

@@ -104,7 +104,7 @@ struct leaf_sig {
 
 
 template <class F>
-class map_exec final : public executable {
+class map_exec final : public row_executable {
   using S = leaf_sig<F>;
 
  public:
@@ -114,7 +114,7 @@ class map_exec final : public executable {
 
   /// Runs only outermost indices [rb, min(re, rows)) of the unit: one
   /// device's share when a multi_device_map splits it (host_executor.hpp).
-  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) {
+  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) override {
     const layer& in = *a.in;
     layer& out = *a.out;
 #ifndef NDEBUG

@@ -11,12 +11,16 @@
 /// \endcode
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <sinew/elem_type.hpp>
 #include <sinew/error.hpp>
+#include <sinew/placement.hpp>
 #include <sinew/shape.hpp>
 #include <sinew/work_unit.hpp>
 
@@ -53,6 +57,24 @@ class executable {
  public:
   virtual ~executable() = default;
   virtual void execute(exec_args& a) = 0;
+  /// Asynchronous execution (stages whose `stage_spec::async` is set): either
+  /// takes the unit and returns true, then calls `done` exactly once, from
+  /// any thread, when `*a.out` is written (with the exception, or null); or
+  /// returns false and the caller runs `execute` itself. Used by distributed
+  /// farms, whose units wait for another process without holding a worker.
+  virtual bool start(exec_args& a, std::function<void(std::exception_ptr)> done) {
+    (void)a;
+    (void)done;
+    return false;
+  }
+};
+
+/// An executable that can run part of a unit: outermost indices [rb, re)
+/// (rows in 2-D, planes in 3-D, elements in 1-D). Maps are; a distributed
+/// map splits units over processes with it.
+class row_executable : public executable {
+ public:
+  virtual void execute_rows(exec_args& a, std::size_t rb, std::size_t re) = 0;
 };
 
 class node_impl;
@@ -68,6 +90,10 @@ struct stage_spec {
   std::vector<unsigned> enter_regions;    ///< ordered farms entered here (depths)
   int exit_region = -1;                   ///< outermost ordered farm left here
   std::size_t capacity = 0;               ///< input queue capacity, 0 = default
+  bool async = false;                     ///< exec->start() may finish units later (needs concurrency > 1)
+  /// Placement of the buffers this stage writes, from its node or the
+  /// nearest enclosing node that has one (unset: graph_options::placement).
+  std::optional<sinew::placement> placement{};
 };
 
 struct stream_compiler {
@@ -92,8 +118,16 @@ class node_impl {
   virtual void compile_stream(stream_compiler& c, const std::string& path) const;
 
   std::string segment() const { return name.empty() ? label() : name; }
+  /// Gives this node's placement to the stages [first, end) its subtree
+  /// compiled into that have none of their own (pipelines and farms).
+  void inherit_placement(stream_compiler& c, std::size_t first) const {
+    if (!placement_policy) return;
+    for (std::size_t i = first; i < c.stages.size(); ++i)
+      if (!c.stages[i].placement) c.stages[i].placement = placement_policy;
+  }
   std::string name;
   std::size_t capacity = 0;
+  std::optional<sinew::placement> placement_policy;  ///< node::placement
 };
 
 std::string demangle(const char* mangled);
@@ -123,6 +157,15 @@ class node {
   node& named(std::string n) { p_->name = std::move(n); return *this; }
   /// Capacity (in units) of the queue in front of this node's first stage.
   node& capacity(std::size_t c) { p_->capacity = c; return *this; }
+  /// NUMA placement of the buffers the stages of this node write (their
+  /// output layers), overriding `graph_options::placement`; set on a
+  /// pipeline or farm it applies to every stage inside without its own.
+  ///
+  /// \code
+  /// auto p = sinew::pipeline(sinew::map<A>().placement(sinew::placement::fine),
+  ///                          sinew::map<B>());   // B: the graph's default
+  /// \endcode
+  node& placement(sinew::placement p) { p_->placement_policy = p; return *this; }
   std::string label() const { return p_ ? p_->segment() : std::string("(empty)"); }
   const std::shared_ptr<detail::node_impl>& impl() const noexcept { return p_; }
   explicit operator bool() const noexcept { return p_ != nullptr; }
