@@ -8,6 +8,14 @@ if [ "${1:-}" = prepare ]; then
   B=${BUILD:-build-lead}
   rm -rf dev-carry && mkdir -p dev-carry/fuzz
   cp $B/bench/sinew-bench $B/tests/sinew-tests $B/tools/sinew dev-carry/
+  # The StarPU peer (built when libstarpu-dev is installed) and StarPU's libraries.
+  if [ -x $B/bench/sinew-bench-starpu ]; then
+    cp $B/bench/sinew-bench-starpu dev-carry/
+    for l in libstarpu-1.3.so.9 libglpk.so.40 libcolamd.so.2 libamd.so.2 libltdl.so.7 libgmp.so.10 \
+             libsuitesparseconfig.so.5; do
+      cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
+    done
+  fi
   cp -L $B/libsinew.so.0 dev-carry/
   for l in libtbb.so.12 libtbbmalloc.so.2 libtbbbind_2_5.so.3 libhwloc.so.15 libgomp.so.1 libnuma.so.1; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
@@ -55,9 +63,23 @@ case "${1:-}" in
         -artifact_prefix="$OUT/fuzz/$short/" -print_final_stats=1 > "$OUT/fuzz/$short.log" 2>&1 &
     done
     wait ;;
-  e2e)  # issue 7 workloads
-    for b in stream_triad map_saxpy workloads image_pipeline nbody farm_grain queue_handoff pipeline_overhead; do
-      bench $b 70 --quick
-    done ;;
+  e2e)  # issue 7: every 16-core number of docs/performance.md, full sizes, < 8 min;
+         # one tarball $OUT/e2e-16core.tar.gz (unpack into bench/results/)
+    export SINEW_KERNELS_DIR=$root/graphs/kernels
+    stem=$(date -u +%F)-16core-e2e; d=$OUT/$stem && mkdir -p "$d"
+    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
+    group() {  # group STEM SECONDS EXECUTABLE ARGS...: one process, JSON and text in $d
+      local stem=$1 secs=$2 exe=$3; shift 3
+      timeout "$secs" "$exe" "$@" --json "$d/$stem.json" > "$d/$stem.txt" 2>&1
+      echo "$stem rc=$?" >> "$d/$stem.txt"
+    }
+    # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
+    # peak_flops before nbody: its notes compare with the measured peak.
+    group 16core-e2e-workloads 150 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
+    group 16core-e2e-image_pipeline 100 ./sinew-bench image_pipeline
+    group 16core-e2e-farm_grain 60 ./sinew-bench farm_grain
+    group 16core-e2e-queue 60 ./sinew-bench queue_handoff pipeline_overhead
+    [ -x ./sinew-bench-starpu ] && group 16core-e2e-starpu 90 ./sinew-bench-starpu starpu_series starpu_saxpy
+    tar czf "$OUT/e2e-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
   *) echo "usage: run.sh devices|schedulers|fuzz|e2e" >&2; exit 2 ;;
 esac
