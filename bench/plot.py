@@ -3,6 +3,7 @@
 
     python3 bench/plot.py                          # every bench/results/*.json -> docs/img/
     python3 bench/plot.py bench/results/x.json -o /tmp/img
+    python3 bench/plot.py A.json B.json --ratios wl_ --ratios nbody   # docs/img/ratios-wl_.png, ...
 
 One PNG per (results file, benchmark): a horizontal bar per variant showing
 its median metric with the min..max spread as an error bar, grouped and
@@ -72,11 +73,63 @@ def plot_benchmark(plt, bench, machine, out_path):
     return True
 
 
+def machine_label(doc, path):
+    m = doc.get("machine", {})
+    return "%s threads (%s)" % (m.get("sinew_scheduler_threads", m.get("logical_cpus", "?")), os.path.basename(path))
+
+
+def plot_ratios(plt, docs, pattern, out_path):
+    """One PNG of the RATIO values whose name contains `pattern`, one bar per
+    (ratio, results file), each file in its own colour, the target as a black
+    tick: the same comparison on several machines side by side."""
+    names = []
+    for _, doc in docs:
+        for b in doc.get("benchmarks", []):
+            for r in b.get("ratios", []):
+                if pattern in r["name"] and r["name"] not in names and r.get("value") is not None:
+                    names.append(r["name"])
+    if not names:
+        return False
+    width = 0.8 / len(docs)
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) * max(1, len(docs) / 2) + 1.5))
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+    for k, (path, doc) in enumerate(docs):
+        vals, targets = {}, {}
+        for b in doc.get("benchmarks", []):
+            for r in b.get("ratios", []):
+                if r["name"] in names and r.get("value") is not None:
+                    vals[r["name"]] = r["value"]
+                    targets[r["name"]] = (r["target"], r["better"])
+        ys = [len(names) - 1 - i + 0.4 - width * (k + 0.5) for i in range(len(names))]
+        ax.barh([y for y, n in zip(ys, names) if n in vals], [vals[n] for n in names if n in vals], height=width,
+                color=palette[k % len(palette)], label=machine_label(doc, path))
+        for y, n in zip(ys, names):
+            if n in targets:
+                t, better = targets[n]
+                ax.plot([t, t], [y - width / 2, y + width / 2], color="k", linewidth=2)
+            if n in vals:
+                ax.text(vals[n], y, " %.3f" % vals[n], va="center", fontsize=6)
+    ax.set_yticks([len(names) - 1 - i for i in range(len(names))])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.axvline(1.0, color="grey", linewidth=0.5, linestyle=":")
+    ax.set_xlabel("Sinew / peer (or / limit); black tick = target", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("RATIO lines matching '%s'" % pattern, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="Plot sinew-bench JSON results as PNG files.")
     ap.add_argument("files", nargs="*", help="JSON results (default: bench/results/*.json)")
     ap.add_argument("-o", "--out", default=os.path.join(here, "..", "docs", "img"), help="output directory")
+    ap.add_argument("--ratios", metavar="PATTERN", action="append", default=[],
+                    help="instead of per-benchmark plots: one PNG per PATTERN with the RATIO values whose name "
+                         "contains it, one bar per results file (e.g. 2 and 16 cores side by side), written to "
+                         "OUT/ratios-<PATTERN>.png; repeatable")
     args = ap.parse_args()
     try:
         import matplotlib
@@ -91,6 +144,24 @@ def main():
         sys.exit("plot.py: no JSON results given and none in bench/results/")
     os.makedirs(args.out, exist_ok=True)
     written = 0
+    if args.ratios:
+        docs = []
+        for f in files:
+            try:
+                with open(f) as fh:
+                    docs.append((f, json.load(fh)))
+            except (OSError, ValueError) as e:
+                sys.exit("plot.py: %s: %s" % (f, e))
+        for pattern in args.ratios:
+            out = os.path.join(args.out, "ratios-%s.png" % "".join(c if c.isalnum() or c in "_-" else "_" for c in pattern))
+            if plot_ratios(plt, docs, pattern, out):
+                print(out)
+                written += 1
+            else:
+                print("plot.py: no RATIO line matches '%s' in the given files" % pattern, file=sys.stderr)
+        if written == 0:
+            sys.exit("plot.py: nothing to plot")
+        return
     for f in files:
         try:
             with open(f) as fh:
