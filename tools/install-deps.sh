@@ -14,6 +14,7 @@ DEFAULT_PACKAGES=(
     libbenchmark-dev
     graphviz
     openmpi-bin libopenmpi-dev
+    libstarpu-dev
 )
 
 if [[ $# -gt 0 ]]; then
