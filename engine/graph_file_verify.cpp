@@ -146,6 +146,7 @@ class verifying_sink_impl final : public detail::sink_impl {
     inner_.impl().finish();
   }
   std::string label() const override { return "verify(" + inner_.impl().label() + ")"; }
+  void interrupt() override { inner_.impl().interrupt(); }
 
  private:
   static const char* source_name(source_kind k) {

@@ -38,7 +38,16 @@ class record_source final : public detail::io_source {
     const std::uint64_t at = r_.offset();
     detail::record_read rr = detail::read_record(r_, l_, b);
     if (rr.st == detail::fd_reader::status::ok) return true;
-    if (rr.st == detail::fd_reader::status::interrupted || rr.got == 0) return false;  // stopped / clean end
+    if (rr.st == detail::fd_reader::status::interrupted) return false;  // stopped
+    if (rr.got == 0) {
+      // A file cut short at a record boundary while it is read would look
+      // like a clean end: compare with the records it held when opened.
+      if (regular_ && hint_ && b.seq() < *hint_)
+        throw error(who_ + ": the file shrank while it was read: it held " + std::to_string(*hint_) +
+                    " records when opened, the stream ends after " + std::to_string(b.seq()) +
+                    " at byte offset " + std::to_string(at));
+      return false;  // clean end
+    }
     throw error(who_ + ": the stream ends inside record " + std::to_string(b.seq()) + " at byte offset " +
                 std::to_string(at) + " (" + std::to_string(rr.got) + " of " + std::to_string(l_.bytes()) +
                 " bytes; layout " + l_.str() + ")");

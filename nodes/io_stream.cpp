@@ -141,7 +141,8 @@ fd_reader::status fd_reader::read_line(std::vector<std::uint8_t>& line) {
   }
 }
 
-fd_writer::fd_writer(int fd, std::string who, std::size_t buffer) : fd_(fd), who_(std::move(who)), buf_(buffer) {
+fd_writer::fd_writer(int fd, std::string who, const wake_event* wake, std::size_t buffer)
+    : fd_(fd), who_(std::move(who)), wake_(wake), buf_(buffer) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw sinew::error(who_ + ": not an open descriptor: " + errno_text(errno));
   socket_ = S_ISSOCK(st.st_mode);
@@ -212,7 +213,9 @@ void fd_writer::write_all(::iovec* iov, int n) {
     if (r < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a non-blocking descriptor: wait for room
-        wait_ready(fd_, POLLOUT, nullptr, who_);
+        if (!wait_ready(fd_, POLLOUT, wake_, who_))
+          throw sinew::error(who_ + ": interrupted after " + std::to_string(written_ + done) +
+                             " bytes while the peer was not reading (the run failed or was cancelled)");
         continue;
       }
       int e = errno;

@@ -93,10 +93,11 @@ class fd_reader {
 /// out with `writev` together with what is gathered. Errors throw
 /// `sinew::error` naming `who`. A closed pipe or socket reports EPIPE instead
 /// of killing the process (MSG_NOSIGNAL, or SIGPIPE blocked on this thread
-/// while it writes and a pending one consumed).
+/// while it writes and a pending one consumed). On a non-blocking descriptor
+/// a write waiting for room throws "interrupted" once `wake` fires.
 class fd_writer {
  public:
-  fd_writer(int fd, std::string who, std::size_t buffer = std::size_t(256) << 10);
+  fd_writer(int fd, std::string who, const wake_event* wake = nullptr, std::size_t buffer = std::size_t(256) << 10);
   void write(const void* p, std::size_t n);
   void flush();
   const std::string& who() const noexcept { return who_; }
@@ -106,6 +107,7 @@ class fd_writer {
   void write_all(::iovec* iov, int n);
   int fd_;
   std::string who_;
+  const wake_event* wake_;
   bool socket_ = false, may_sigpipe_ = false;
   std::vector<char> buf_;
   std::size_t used_ = 0;

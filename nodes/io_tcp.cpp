@@ -187,16 +187,27 @@ class tcp_source final : public detail::io_source {
   std::optional<detail::fd_reader> r_;
 };
 
+// Waiting for a peer and writing to a peer that does not read both poll the
+// run's wake event, so a failed or cancelled run is never held up by the sink.
 class tcp_sink final : public sinew::detail::sink_impl {
  public:
   tcp_sink(std::string host, std::uint16_t port, bool listen, const std::shared_ptr<std::atomic<int>>& bound)
-      : e_(listen ? "tcp_listen_sink " : "tcp_connect_sink ", std::move(host), port, listen, bound) {}
+      : e_(listen ? "tcp_listen_sink " : "tcp_connect_sink ", std::move(host), port, listen, bound),
+        listens_(listen) {}
   void prepare(const sinew::detail::type_list&, std::optional<std::uint64_t>) override {
     order_.reset();
-    if (!e_.listener && !conn_) {
+    if (listens_ && !e_.listener)
+      throw error(e_.who + ": a listening sink serves one run (one connection); make a new sink for the next run");
+    w_.reset();  // a new run gets a new connection (a failed run may have left one half written)
+    conn_.reset();
+    wake_ = std::make_unique<detail::wake_event>();  // a fresh one per run: the last run's stays signalled
+    if (!listens_) {
       connect_to(e_.host, e_.port, conn_, nullptr, e_.who);
-      w_.emplace(conn_.get(), e_.who);
+      connected();
     }
+  }
+  void interrupt() override {
+    if (auto* w = wake_.get()) w->signal();
   }
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t, const layer& l) { send(l); });
@@ -213,8 +224,16 @@ class tcp_sink final : public sinew::detail::sink_impl {
 
  private:
   void open() {
-    if (e_.listener && !conn_) accept_one(e_.listener, conn_, nullptr, e_.who);  // waits for a peer
-    if (!w_) w_.emplace(conn_.get(), e_.who);
+    if (e_.listener && !conn_) {  // waits for a peer
+      if (!accept_one(e_.listener, conn_, wake_.get(), e_.who))
+        throw error(e_.who + ": no peer connected before the run failed or was cancelled");
+    }
+    if (!w_) connected();
+  }
+  // Non-blocking from here on: a write waiting for room can be interrupted.
+  void connected() {
+    ::fcntl(conn_.get(), F_SETFL, ::fcntl(conn_.get(), F_GETFL) | O_NONBLOCK);
+    w_.emplace(conn_.get(), e_.who, wake_.get());
   }
   void send(const layer& l) {
     if (!w_) open();
@@ -223,6 +242,8 @@ class tcp_sink final : public sinew::detail::sink_impl {
     detail::write_layer(*w_, l);
   }
   tcp_end e_;
+  bool listens_;
+  std::unique_ptr<detail::wake_event> wake_;
   detail::unique_fd conn_;
   std::optional<detail::fd_writer> w_;
   detail::in_order order_;

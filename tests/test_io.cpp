@@ -193,6 +193,38 @@ TEST_CASE("io a truncated file delivers the whole records then fails naming the 
   for (std::size_t k = 0; k < 10; ++k) CHECK(firsts[k] == float(16 * k));
 }
 
+TEST_CASE("io a file cut short while it is read fails naming the path and the offset", "[io]") {
+  temp_dir d;
+  const std::string path = d.file("shrinking.bin");
+  const std::size_t per = 4096;                  // floats per record: 16 KiB records
+  std::vector<float> data(400 * per, 1.0f);      // 400 records, far more than the queues hold
+  write_bytes(path, data.data(), data.size() * 4);
+  auto src = io::read_file(path, io::record_layout::of<float>(shape::d1(per)));
+  REQUIRE(src.impl().size_hint() == 400u);
+  graph_options opt;
+  opt.capacity = 2;  // the source is at most a few records ahead of the sink
+  std::uint64_t seen = 0;
+  SECTION("at a record boundary") {
+    graph g(map<keep<float>>(), opt);
+    auto f = g.run(src, for_each([&](const work_unit&) {
+      if (seen++ == 0) REQUIRE(::truncate(path.c_str(), off_t(100 * per * 4)) == 0);
+    }));
+    CHECK_THROWS_WITH(f.get(), Catch::Contains(path) && Catch::Contains("shrank while it was read") &&
+                                   Catch::Contains("held 400 records") && Catch::Contains("ends after 100") &&
+                                   Catch::Contains("byte offset " + std::to_string(100 * per * 4)));
+    CHECK(seen == 100);  // every whole record before the cut was delivered
+  }
+  SECTION("inside a record") {
+    graph g(map<keep<float>>(), opt);
+    auto f = g.run(src, for_each([&](const work_unit&) {
+      if (seen++ == 0) REQUIRE(::truncate(path.c_str(), off_t(100 * per * 4 + 10)) == 0);
+    }));
+    CHECK_THROWS_WITH(f.get(), Catch::Contains(path) && Catch::Contains("inside record 100") &&
+                                   Catch::Contains("10 of " + std::to_string(per * 4) + " bytes"));
+    CHECK(seen == 100);
+  }
+}
+
 TEST_CASE("io missing files and bad layouts are errors naming the path", "[io]") {
   auto l = io::record_layout::of<float>(shape::d1(4));
   CHECK_THROWS_WITH(io::read_file("/nonexistent/sinew/in.bin", l),

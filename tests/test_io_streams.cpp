@@ -241,6 +241,92 @@ TEST_CASE("io a TCP source waiting for a peer is interrupted by stop", "[io][tsa
   CHECK(f.stats().units_out == 0);
 }
 
+// Throws inside unit 1 (units of 4 floats: calls 1-4 are unit 0).
+struct throw_in_unit_1 {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  void operator()(float&) const {
+    if (calls->fetch_add(1) == 4) throw std::runtime_error("leaf fault in unit 1");
+  }
+};
+
+TEST_CASE("io a TCP listening sink that no peer reaches does not hold up cancel or a failure", "[io][tsan]") {
+  auto l = io::record_layout::of<float>(shape::d1(4));
+  auto port = std::make_shared<std::atomic<int>>(0);
+
+  SECTION("cancel while the sink waits for a peer") {
+    graph g(map<keep<float>>());
+    auto f = g.run(io::generator(gen(l, std::nullopt)), io::tcp_listen_sink("127.0.0.1", 0, port));
+    REQUIRE(eventually([&] { return f.stats().units_in > 0; }));  // unit 0 is on its way to the waiting sink
+    f.cancel();
+    REQUIRE(f.wait_for(std::chrono::seconds(60)));
+    CHECK_THROWS_AS(f.get(), sinew::cancelled);
+    CHECK(f.stats().units_alive == 0);
+  }
+  SECTION("a leaf that throws while the sink waits for a peer") {
+    graph g(map<throw_in_unit_1>());
+    auto f = g.run(io::generator(gen(l, 100)), io::tcp_listen_sink("127.0.0.1", 0, port));
+    REQUIRE(f.wait_for(std::chrono::seconds(60)));
+    CHECK_THROWS_WITH(f.get(), Catch::Contains("leaf fault in unit 1"));  // the leaf's error, not the sink's
+    CHECK(f.stats().units_alive == 0);
+  }
+  SECTION("stop drains into the sink: a peer that connects later gets every accepted unit") {
+    graph g(map<keep<float>>());
+    auto f = g.run(io::generator(gen(l, std::nullopt)), io::tcp_listen_sink("127.0.0.1", 0, port));
+    REQUIRE(eventually([&] { return f.stats().units_in > 0; }));
+    f.stop();
+    int s = connect_loopback(port->load());
+    REQUIRE(s >= 0);
+    std::vector<unsigned char> got = read_all(s);
+    ::close(s);
+    f.get();
+    CHECK(f.stats().units_in == f.stats().units_out);
+    CHECK(got.size() == f.stats().units_out * (8 + l.bytes()));  // u64 length + payload per unit
+  }
+}
+
+TEST_CASE("io a TCP sink whose peer stops reading does not hold up cancel", "[io][tsan]") {
+  auto l = io::record_layout::of<float>(shape::d1(1 << 16));  // 256 KiB units fill the socket buffers fast
+  auto port = std::make_shared<std::atomic<int>>(0);
+  graph g(map<keep<float>>());
+  auto f = g.run(io::generator(gen(l, std::nullopt)), io::tcp_listen_sink("127.0.0.1", 0, port));
+  int s = connect_loopback(port->load());  // connects, never reads
+  REQUIRE(s >= 0);
+  REQUIRE(eventually([&] { return f.stats().units_in > 8; }));  // more than the socket buffers hold
+  f.cancel();
+  REQUIRE(f.wait_for(std::chrono::seconds(60)));
+  CHECK_THROWS_AS(f.get(), sinew::cancelled);
+  CHECK(f.stats().units_alive == 0);
+  ::close(s);
+}
+
+TEST_CASE("io a TCP peer that disconnects from a sink fails the run naming the endpoint", "[io]") {
+  auto l = io::record_layout::of<float>(shape::d1(1024));
+  auto port = std::make_shared<std::atomic<int>>(0);
+  graph g(map<keep<float>>());
+  auto f = g.run(io::generator(gen(l, std::nullopt)), io::tcp_listen_sink("127.0.0.1", 0, port));
+  int s = connect_loopback(port->load());
+  REQUIRE(s >= 0);
+  ::close(s);  // gone before reading anything: the sink's writes fail (EPIPE / ECONNRESET)
+  REQUIRE(f.wait_for(std::chrono::seconds(60)));
+  CHECK_THROWS_WITH(f.get(), Catch::Contains("tcp_listen_sink 127.0.0.1:" + std::to_string(port->load())) &&
+                                 Catch::Contains("write failed"));
+  CHECK(f.stats().units_alive == 0);
+}
+
+TEST_CASE("io a listening TCP sink serves one run", "[io]") {
+  auto l = io::record_layout::of<float>(shape::d1(4));
+  auto port = std::make_shared<std::atomic<int>>(0);
+  auto snk = io::tcp_listen_sink("127.0.0.1", 0, port);
+  graph g(map<keep<float>>());
+  auto f = g.run(io::generator(gen(l, 3)), snk);
+  int s = connect_loopback(port->load());
+  REQUIRE(s >= 0);
+  CHECK(read_all(s).size() == 3 * (8 + l.bytes()));
+  ::close(s);
+  f.get();
+  CHECK_THROWS_WITH(g.run(io::generator(gen(l, 3)), snk), Catch::Contains("serves one run"));
+}
+
 TEST_CASE("io TCP endpoints that cannot be reached are errors naming them", "[io]") {
   // Bind a port, then close it: nobody listens there.
   int port = 0;

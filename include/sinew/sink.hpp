@@ -46,6 +46,11 @@ class sink_impl {
   /// or was cancelled.
   virtual void finish() {}
   virtual std::string label() const { return "sink"; }
+  /// The run failed or was cancelled: a `consume` or `finish` blocked
+  /// waiting (for a peer to connect, for room to write) must return soon,
+  /// by throwing. Not called on `stop()`, which drains into the sink. Called
+  /// from any thread, possibly more than once.
+  virtual void interrupt() {}
 };
 
 void copy_layer_into(const layer& from, unsigned buffers, void* const* dst, const char* who);
