@@ -466,6 +466,16 @@ TEST_CASE("opencl: a kernel failing at launch fails the run with the node path",
   s.source.replace(s.source.find("const uint n"), 12, "const ulong n");
   s.args[1] = cl::arg::local_per_item(sizeof(float));
   fails(s, "clSetKernelArg(2)");
+  // The driver refuses the launch itself: the kernel demands work-groups of
+  // 7 and the leaf leaves the size to the driver (CL_INVALID_WORK_GROUP_SIZE
+  // from clEnqueueNDRangeKernel, on every unit).
+  {
+    cl::kernel_spec r = s;
+    r.source = "__kernel __attribute__((reqd_work_group_size(7, 1, 1))) void scale(__global float* x, const uint n) {"
+               " size_t i = get_global_id(0); if (i < n) x[i] = 2 * x[i]; }";
+    r.args = {cl::arg::inout<float>(), cl::arg::count()};
+    fails(r, "clEnqueueNDRangeKernel");
+  }
   // The same leaf with the right parameter type works, in place (on the
   // source's own vectors: from() lends them to the graph).
   s.source.replace(s.source.find("const ulong n"), 13, "const uint n");
