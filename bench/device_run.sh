@@ -76,9 +76,9 @@ case "${1:-}" in
     }
     # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
     # peak_flops before nbody: its notes compare with the measured peak.
-    # (map_saxpy and pipeline_overhead at 16 cores: 2026-11-22-16core-h200host.json;
+    # (pipeline_overhead at 16 cores: 2026-11-22-16core-h200host.json;
     # pipeline_overhead alone takes 150 s there.) Timeouts add up to 470 s.
-    group 16core-e2e-workloads 130 ./sinew-bench stream_triad peak_flops workloads nbody
+    group 16core-e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
     group 16core-e2e-image_pipeline 110 ./sinew-bench image_pipeline
     group 16core-e2e-farm_grain 50 ./sinew-bench farm_grain
     group 16core-e2e-queue 100 ./sinew-bench queue_handoff
