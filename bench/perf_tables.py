@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Fills the tables of docs/performance.md from committed sinew-bench JSON results.
+
+    python3 bench/perf_tables.py \\
+        --machine "2 cores" bench/results/2026-11-22-2core-e2e.json bench/results/2026-11-22-2core-e2e-starpu.json \\
+        --machine "16 cores" bench/results/2026-11-22-16core-e2e/*.json \\
+        --doc docs/performance.md
+
+Every table of the document sits between `<!-- table:NAME -->` and
+`<!-- /table:NAME -->`; this script rewrites what is between them (and
+nothing else), one row per case and machine, so that every number in the
+tables is a median (or min..max spread) read from a results file, or a ratio
+of two of them. A machine whose files lack a benchmark gets a row saying
+which command produces it. Without --doc the tables are printed.
+"""
+import argparse
+import glob
+import json
+import re
+import sys
+
+PENDING = "not measured yet: `bash dev-carry/run.sh e2e` on the device (bench/device_run.sh)"
+
+
+class Machine:
+    def __init__(self, label, files):
+        self.label = label
+        self.files = files
+        self.benches = {}  # name -> benchmark dict (a later file wins)
+        self.machine = {}
+        for f in files:
+            with open(f) as fh:
+                doc = json.load(fh)
+            if not str(doc.get("schema", "")).startswith("sinew-bench/"):
+                sys.exit("perf_tables.py: %s is not a sinew-bench result" % f)
+            for b in doc.get("benchmarks", []):
+                b["_file"] = f
+                self.benches[b["name"]] = b
+            self.machine = doc.get("machine", self.machine)
+
+    def bench(self, name):
+        return self.benches.get(name)
+
+    def m(self, bench, name):
+        b = self.bench(bench)
+        if not b:
+            return None
+        for x in b.get("measurements", []):
+            if x["name"] == name and x.get("metric", {}).get("n", 0) > 0:
+                return x["metric"]
+        return None
+
+    def param(self, bench, key):
+        b = self.bench(bench)
+        return None if not b else b.get("params", {}).get(key)
+
+    def triad(self):
+        v = self.param("stream_triad", "triad_GBps")
+        if v:
+            return float(v)
+        for b in self.benches.values():
+            for n in b.get("notes", []):
+                g = re.search(r"triad.*?([0-9.]+) GB/s", n)
+                if b["name"] == "workloads" and g:
+                    return float(g.group(1))
+        return None
+
+    def peak(self):
+        v = self.param("peak_flops", "peak_gflops_float") or self.param("nbody", "peak_gflops_float")
+        return float(v) if v else None
+
+    def loaded(self, bench):
+        """Cores' worth of CPU other processes used during `bench` (None if unknown)."""
+        b = self.bench(bench)
+        if not b or not b.get("wall_seconds"):
+            return None
+        return b.get("foreign_cpu_seconds", 0) / b["wall_seconds"]
+
+
+def fmt(v, d=None):
+    if v is None:
+        return "—"
+    if d is None:
+        d = 3 if abs(v) < 10 else 2 if abs(v) < 100 else 1 if abs(v) < 10000 else 0
+    return "%.*f" % (d, v)
+
+
+def cell(metric):
+    """median [min–max]"""
+    if not metric:
+        return "—"
+    return "%s [%s–%s]" % (fmt(metric["median"]), fmt(metric["min"]), fmt(metric["max"]))
+
+
+def ratio(a, b):
+    if not a or not b or not b["median"]:
+        return "—"
+    return fmt(a["median"] / b["median"], 3)
+
+
+def table(header, rows):
+    # Rows of machines without results go last.
+    rows = [r for r in rows if r[1] != PENDING] + [r for r in rows if r[1] == PENDING]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def pending_row(machine, ncols, what=PENDING):
+    return [machine.label, what] + [""] * (ncols - 2)
+
+
+def load_note(machines, benches):
+    parts = []
+    for mc in machines:
+        ls = [(b, mc.loaded(b)) for b in benches if mc.loaded(b) is not None]
+        if ls:
+            parts.append("%s: other processes used %s cores on average while these ran" %
+                         (mc.label, ", ".join("%s %.2f" % (b, l) for b, l in ls)))
+    return ("\n\n" + "; ".join(parts) + ".") if parts else ""
+
+
+# ------------------------------------------------------------------ tables
+
+def t_limits(ms):
+    rows = []
+    for mc in ms:
+        if not mc.bench("stream_triad") and not mc.bench("peak_flops"):
+            rows.append(pending_row(mc, 8))
+            continue
+        rows.append([mc.label, cell(mc.m("stream_triad", "tbb::parallel_for triad")),
+                     cell(mc.m("stream_triad", "openmp triad")), cell(mc.m("stream_triad", "serial triad (1 thread)")),
+                     cell(mc.m("peak_flops", "float, all threads")), cell(mc.m("peak_flops", "float, 1 thread")),
+                     cell(mc.m("peak_flops", "double, all threads")), cell(mc.m("peak_flops", "double, 1 thread"))])
+    return table(["machine", "triad tbb GB/s", "triad OpenMP GB/s", "triad 1 thread GB/s", "float GFLOP/s all",
+                  "float GFLOP/s 1 thread", "double GFLOP/s all", "double GFLOP/s 1 thread"], rows) + \
+        load_note(ms, ["stream_triad", "peak_flops"])
+
+
+def t_image(ms):
+    rows = []
+    for side in (1024, 2048, 4096, 8192):
+        for mc in ms:
+            if not mc.bench("image_pipeline"):
+                if side == 1024:
+                    rows.append(pending_row(mc, 7))
+                continue
+            s = mc.m("image_pipeline", "%d^2 sinew pipeline" % side)
+            f = mc.m("image_pipeline", "%d^2 tbb flow graph" % side)
+            if not s and not f:
+                continue
+            tr = mc.triad()
+            bound = tr * 1e9 / (24.0 * side * side) if tr else None  # 3 stages x (4 B read + 4 B written) per pixel
+            rows.append(["%s, %d²" % (mc.label, side), cell(s), cell(f), ratio(s, f), fmt(bound),
+                         fmt(100 * s["median"] / bound, 1) + "%" if s and bound else "—",
+                         fmt(100 * f["median"] / bound, 1) + "%" if f and bound else "—"])
+    return table(["machine, image", "Sinew images/s", "flow graph images/s", "Sinew / flow graph",
+                  "bandwidth bound images/s", "Sinew % of bound", "flow graph % of bound"], rows) + \
+        load_note(ms, ["image_pipeline"])
+
+
+WL_CASES = [("saxpy 50M", "GB/s", 1.0), ("series 1k", None, None), ("series 10k", None, None),
+            ("segmentation 100^3", "Mvoxel/s", 2e-3), ("segmentation 200^3", "Mvoxel/s", 2e-3),
+            ("segmentation 400^3", "Mvoxel/s", 2e-3), ("solarize 1024^2", "Mpixel/s", 8e-3),
+            ("solarize 2048^2", "Mpixel/s", 8e-3), ("solarize 4096^2", "Mpixel/s", 8e-3),
+            ("solarize 8192^2", "Mpixel/s", 8e-3)]
+
+
+def t_workloads(ms):
+    rows = []
+    for case, unit, gb_per_unit in WL_CASES:
+        for mc in ms:
+            if not mc.bench("workloads"):
+                if case == WL_CASES[0][0]:
+                    rows.append(pending_row(mc, 10))
+                continue
+            v = {k: mc.m("workloads", "%s %s" % (case, k)) for k in
+                 ("sinew map", "tbb::parallel_for", "openmp parallel for", "sinew opencl leaf", "opencl direct")}
+            if not v["sinew map"]:
+                continue
+            tr = mc.triad()
+            lim = "—"
+            if gb_per_unit and tr:
+                lim = fmt(100 * v["sinew map"]["median"] * gb_per_unit / tr, 1) + "%"
+            rows.append(["%s, %s" % (mc.label, case.replace("^3", "³").replace("^2", "²")),
+                         cell(v["sinew map"]), cell(v["tbb::parallel_for"]), cell(v["openmp parallel for"]),
+                         ratio(v["sinew map"], v["tbb::parallel_for"]), ratio(v["sinew map"], v["openmp parallel for"]),
+                         cell(v["sinew opencl leaf"]), cell(v["opencl direct"]),
+                         ratio(v["sinew opencl leaf"], v["opencl direct"]), lim])
+    return table(["machine, case", "Sinew map", "tbb::parallel_for", "OpenMP", "Sinew / tbb", "Sinew / OpenMP",
+                  "Sinew OpenCL leaf (PoCL)", "OpenCL direct (PoCL)", "leaf / direct", "Sinew % of triad"], rows) + \
+        load_note(ms, ["workloads"])
+
+
+def t_nbody(ms):
+    rows = []
+    for mc in ms:
+        if not mc.bench("nbody"):
+            rows.append(pending_row(mc, 7))
+            continue
+        s = mc.m("nbody", "sinew for(map<nbody_step>)")
+        t = mc.m("nbody", "tbb::parallel_for per step")
+        n = int(mc.param("nbody", "bodies"))
+        pk = mc.peak()
+        gf = lambda x: x["median"] * n * n * 20 / 1e9 if x else None
+        pct = lambda x: (fmt(gf(x), 2) + " (" + fmt(100 * gf(x) / pk, 1) + "%)") if x and pk else fmt(gf(x), 2)
+        rows.append(["%s, %d bodies × %s steps" % (mc.label, n, mc.param("nbody", "steps")), cell(s), cell(t),
+                     ratio(s, t), pct(s), pct(t), fmt(pk, 2)])
+    return table(["machine", "Sinew for steps/s", "oneTBB loop steps/s", "Sinew / oneTBB",
+                  "Sinew GFLOP/s (% of peak)", "oneTBB GFLOP/s (% of peak)", "measured float peak GFLOP/s"], rows) + \
+        load_note(ms, ["nbody"])
+
+
+def t_farm(ms):
+    rows = []
+    for grain, us in (("500ns", 0.5), ("5us", 5.0), ("50us", 50.0)):
+        for mc in ms:
+            if not mc.bench("farm_grain"):
+                if grain == "500ns":
+                    rows.append(pending_row(mc, 8))
+                continue
+            cores = [int(c) for c in mc.param("farm_grain", "cores").split(",")]
+            for k in cores:
+                s = mc.m("farm_grain", "%s sinew farm x%d" % (grain, k))
+                f = mc.m("farm_grain", "%s flow graph x%d" % (grain, k))
+                s1 = mc.m("farm_grain", "%s sinew farm x1" % grain)
+                f1 = mc.m("farm_grain", "%s flow graph x1" % grain)
+                ideal = k * 1e3 / us  # kitems/s with k cores and no overhead
+                sp = lambda x, x1: "%s (%s)" % (fmt(x["median"] / x1["median"], 2), fmt(x["median"] / x1["median"] / k, 2)) \
+                    if x and x1 else "—"
+                rows.append(["%s, %s × %d" % (mc.label, grain.replace("us", " µs").replace("ns", " ns"), k), cell(s),
+                             cell(f), ratio(s, f), sp(s, s1), sp(f, f1), fmt(ideal),
+                             fmt(100 * s["median"] / ideal, 1) + "%" if s else "—"])
+    return table(["machine, grain × cores", "Sinew farm kitems/s", "flow graph kitems/s", "Sinew / flow graph",
+                  "Sinew speedup (efficiency)", "flow graph speedup (efficiency)", "ideal kitems/s",
+                  "Sinew % of ideal"], rows) + load_note(ms, ["farm_grain"])
+
+
+def t_queue(ms):
+    rows = []
+    for mc in ms:
+        if not mc.bench("queue_handoff"):
+            rows.append(pending_row(mc, 6))
+            continue
+        a = mc.m("queue_handoff", "sinew::spsc_queue")
+        b = mc.m("queue_handoff", "sinew::bounded_queue")
+        t = mc.m("queue_handoff", "tbb::concurrent_bounded_queue")
+        rows.append(["%s, %s items" % (mc.label, mc.param("queue_handoff", "items")), cell(a), cell(b), cell(t),
+                     ratio(a, t), ratio(b, t)])
+    return table(["machine", "sinew::spsc_queue ns/item", "sinew::bounded_queue ns/item",
+                  "tbb::concurrent_bounded_queue ns/item", "spsc / tbb", "bounded / tbb"], rows) + \
+        load_note(ms, ["queue_handoff"])
+
+
+def t_starpu(ms):
+    rows = []
+    for case in ("series", "saxpy"):
+        for mc in ms:
+            b = mc.bench("starpu_" + case)
+            if not b:
+                if case == "series":
+                    rows.append(pending_row(mc, 6))
+                continue
+            s = mc.m(b["name"], "sinew balanced map")
+            p = mc.m(b["name"], "starpu dmda") or mc.m(b["name"], "starpu dmda (cpu workers)")
+            c = mc.m(b["name"], "starpu dmda, cpu only")
+            size = mc.param(b["name"], "coefficients") or mc.param(b["name"], "elements")
+            workers = mc.param(b["name"], "starpu_workers")
+            rows.append(["%s, %s %s" % (mc.label, case, size), cell(s), cell(p), cell(c), ratio(s, p),
+                         workers or "—"])
+    return table(["machine, case", "Sinew balanced map ms/unit", "StarPU dmda ms/unit",
+                  "StarPU dmda, CPU only ms/unit", "Sinew / StarPU", "StarPU workers"], rows) + \
+        load_note(ms, ["starpu_series", "starpu_saxpy"])
+
+
+def t_overhead(ms):
+    rows = []
+    for mc in ms:
+        if not mc.bench("map_saxpy") and not mc.bench("pipeline_overhead"):
+            rows.append(pending_row(mc, 7))
+            continue
+        s = mc.m("map_saxpy", "sinew map<Saxpy>")
+        t = mc.m("map_saxpy", "tbb::parallel_for")
+        p = mc.m("pipeline_overhead", "sinew")
+        pp = mc.m("pipeline_overhead", "tbb parallel_pipeline")
+        fg = mc.m("pipeline_overhead", "tbb flow graph")
+        rows.append([mc.label, cell(s), cell(t), ratio(s, t), cell(p), cell(pp), cell(fg)])
+    return table(["machine", "map_saxpy Sinew GB/s", "map_saxpy tbb GB/s", "Sinew / tbb",
+                  "pipeline Sinew ns/unit", "parallel_pipeline ns/unit", "flow graph ns/unit"], rows) + \
+        load_note(ms, ["map_saxpy", "pipeline_overhead"])
+
+
+TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
+          "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead}
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Fill docs/performance.md's tables from sinew-bench JSON results.")
+    ap.add_argument("--machine", nargs="+", action="append", metavar=("LABEL", "FILE"), required=True,
+                    help="a machine's label and its results files (globs allowed); repeat per machine")
+    ap.add_argument("--doc", help="rewrite the marked tables of this Markdown file in place")
+    args = ap.parse_args()
+    machines = []
+    for spec in args.machine:
+        files = []
+        for pat in spec[1:]:
+            got = sorted(glob.glob(pat))
+            if not got:
+                print("perf_tables.py: %s: no such file (the machine's rows say 'not measured yet')" % pat,
+                      file=sys.stderr)
+            files += got
+        machines.append(Machine(spec[0], files))
+    out = {name: fn(machines) for name, fn in TABLES.items()}
+    if not args.doc:
+        for name, text in out.items():
+            print("<!-- table:%s -->\n%s\n<!-- /table:%s -->\n" % (name, text, name))
+        return
+    with open(args.doc) as fh:
+        doc = fh.read()
+    for name, text in out.items():
+        pat = re.compile(r"(<!-- table:%s -->\n).*?(<!-- /table:%s -->)" % (name, name), re.S)
+        if not pat.search(doc):
+            continue
+        doc = pat.sub(lambda m: m.group(1) + text + "\n" + m.group(2), doc)
+    with open(args.doc, "w") as fh:
+        fh.write(doc)
+    print("perf_tables.py: rewrote the tables of %s" % args.doc)
+
+
+if __name__ == "__main__":
+    main()
