@@ -152,6 +152,27 @@ struct GroupSum3D {
   }
 };
 
+// 3-D groups with loops: a carried sum (y = 10 x) and a divergent loop
+// (work-item (.., .., z) stays for min(z, 5) iterations), under any order.
+struct Loop3D {
+  static constexpr std::array<mem_access, 1> df{mem_access{0, 1}};
+  static constexpr std::array<mem_access, 1> bf{mem_access{1, 0}};
+  void operator()(group& g, in<int, 3> x, out<int, 3> y) const {
+    auto s = g.per_item<int>();
+    g.loop(4, df, s, [&](const item& it, std::size_t k, int& v) {
+      if (it.in_range()) v += x(it.g[0], it.g[1], it.g[2]) * int(k + 1);
+    });
+    g.loop(5, bf, [&](const item& it, std::size_t k) {
+      if (k >= it.l[2]) return false;
+      s[it] += 1;
+      return true;
+    });
+    g.each([&](const item& it) {
+      if (it.in_range()) y(it.g[0], it.g[1], it.g[2]) = s[it];
+    });
+  }
+};
+
 // Each work-item folds k = 0..n-1 into a carried value (v = 3v + k + id,
 // order-sensitive), leaving early once v passes a limit; a 2-deep nest
 // carries a second value.
@@ -328,6 +349,14 @@ TEST_CASE("group kernel over a 3-D range sums each work-group", "[group]") {
                 for (std::size_t r = c / l[2] * l[2]; r < std::min(s[2], (c / l[2] + 1) * l[2]); ++r) want += x(p, q, r);
             REQUIRE(y(a, b, c) == want);
           }
+      for (order_policy p : all_policies) {
+        INFO("loops, policy=" << policy_name(p));
+        array<int, 3> z;
+        graph gl(group_kernel<Loop3D>(range3d{l[0], l[1], l[2]}, {}, {.order = p, .calibration_rounds = 1}));
+        gl.run(from_arrays(x), into_arrays(z)).get();
+        for (std::size_t i = 0; i < x.size(); ++i)
+          REQUIRE(z[i] == 10 * x[i] + int(std::min<std::size_t>(i % s[2] % l[2], 5)));
+      }
     }
 }
 
@@ -431,28 +460,117 @@ TEST_CASE("group loops handle divergence with a predicate per work-item", "[grou
   CHECK(run_logged(2, 1, order_policy::breadth_first).empty());
 }
 
-TEST_CASE("group measured policy keeps the fastest order, ties to depth-first", "[group]") {
-  static const char a = 0, b = 0, c = 0;
-  detail::group_plan p;
-  for (int round = 0; round < 2; ++round) {
-    p.record(&a, 1, 0, 1000);  // loop a: depth-first slower
-    p.record(&a, 1, 1, 600);
-    p.record(&b, 1, 0, 1000);  // loop b: within 3 % -> depth-first
-    p.record(&b, 1, 1, 990);
-    p.record(&c, 2, 0, 900);   // nest c: work-item loop between the levels wins
-    p.record(&c, 2, 1, 500);
-    p.record(&c, 2, 2, 700);
+TEST_CASE("group measured policy keeps the fastest median order beyond noise, else the declared one", "[group]") {
+  using P = detail::group_plan;
+  static const char a = 0, b = 0, c = 0, d = 0, e = 0;
+  P p;
+  // Nine groups; candidates take turns (loops: 0 1 0 1 ..., nest c: 0 1 2 0 1 2 ...).
+  // The first sample of each loop candidate is an outlier (a cold group),
+  // and nest c has one more: medians ignore them.
+  for (unsigned g = 0; g < 9; ++g) {
+    const std::uint64_t cold = g < 2 ? 5000 : 0;
+    p.record(&a, 1, 0, g % 2, g % 2 ? 600 + cold : 1000);  // loop a: breadth-first 40 % faster -> 1
+    p.record(&b, 1, 0, g % 2, g % 2 ? 990 : 1000 + cold);  // loop b: 1 % apart -> its declared 0
+    p.record(&e, 1, 1, g % 2, g % 2 ? 1000 : 990);         // loop e: 1 % apart the other way -> its declared 1
+    p.record(&c, 2, 2, g % 3, std::array<std::uint64_t, 3>{900, 500, 700}[g % 3] + (g == 1 ? 9000 : 0));
     p.end_group();
   }
+  CHECK(p.groups() == 9);
+  CHECK(p.settled());
   CHECK_FALSE(p.decided());
   p.decide();
   REQUIRE(p.decided());
   CHECK(p.decided_position(&a, 0) == 1);
   CHECK(p.decided_position(&b, 1) == 0);
-  CHECK(p.decided_position(&c, 0) == 1);
-  static const char unseen = 0;
-  CHECK(p.decided_position(&unseen, 2) == 2);  // not measured: the declared fallback
-  CHECK(p.positions() == std::vector<unsigned>{1, 0, 1});
+  CHECK(p.decided_position(&e, 0) == 1);
+  CHECK(p.decided_position(&c, 0) == 1);  // median 500 despite the 9500 outlier
+  CHECK(p.decided_position(&d, 2) == 2);  // not measured: the caller's fallback
+  CHECK(p.positions() == std::vector<unsigned>{1, 0, 1, 1});
+
+  // A gain (10 %) smaller than the samples' spread keeps the declared order.
+  P q;
+  for (unsigned g = 0; g < 8; ++g) {
+    q.record(&a, 1, 0, g % 2, g % 2 ? std::array<std::uint64_t, 4>{500, 1300, 600, 1200}[g / 2] : 1000);
+    q.record(&b, 1, 0, 0, 1);  // b: only candidate 0 timed
+    q.end_group();
+  }
+  CHECK(P::spread(q.sites()[0].ns[1]) > P::noisy_spread);
+  CHECK_FALSE(q.settled());  // too noisy: calibration goes on
+  q.decide();
+  CHECK(q.decided_position(&a, 1) == 0);  // median 900 vs 1000: within noise, declared depth-first
+  CHECK(q.decided_position(&b, 1) == 1);  // not timed in every candidate: the fallback
+  CHECK(P::median({3, 1, 2}) == 2);
+  CHECK(P::median({4, 1, 2, 3}) == 2.5);
+  CHECK(P::median({}) == 0);
+  CHECK(P::spread({10, 10, 10, 1000}) == 0);  // one outlier does not count as noise
+}
+
+TEST_CASE("group measured policy calibrates on the first groups and then runs the decided order", "[group]") {
+  // The leaf driven directly, to see its calibration table: the first unit
+  // calibrates, the second runs the decided order; results stay exact.
+  const std::size_t n = 40'000, l = 64, per = 8;
+  std::vector<std::int32_t> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::int32_t(i % 29) - 14;
+  detail::group_exec<TreeReduce> ex(TreeReduce{per}, std::nullopt, range1d{l}, {.order = order_policy::measured, .calibration_rounds = 2});
+  std::vector<std::int32_t> partial((n + l * per - 1) / (l * per));
+  layer in(shape::d1(n), {buffer_ref::wrap(x.data(), x.size())});
+  layer out(shape::d1(partial.size()), {buffer_ref::wrap(partial.data(), partial.size())});
+  detail::exec_args args{&in, &out, 0, 0, nullptr};
+  CHECK(ex.measured_positions().empty());
+  ex.execute(args);
+  // One untimed warm-up group, then at least 3 x 2 timed groups (at most 4 x as many).
+  REQUIRE(ex.plan().sites().size() == 1);
+  const auto& site = ex.plan().sites()[0];
+  CHECK(ex.plan().groups() >= 6);
+  CHECK(ex.plan().groups() <= 24);
+  CHECK(site.ns[0].size() >= 3);
+  CHECK(site.ns[1].size() >= 3);
+  CHECK(site.declared == 1);  // TreeReduce declares an LX W1 access: breadth-first
+  REQUIRE(ex.measured_positions().size() == 1);
+  CHECK(ex.measured_positions()[0] <= 1);
+  std::vector<std::int32_t> ref(partial.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) ref[i / (l * per)] += x[i];
+  CHECK(partial == ref);
+  std::fill(partial.begin(), partial.end(), -1);
+  const std::size_t groups = ex.plan().groups();
+  ex.execute(args);  // decided: no more calibration
+  CHECK(ex.plan().groups() == groups);
+  CHECK(partial == ref);
+}
+
+TEST_CASE("group kernels run under every scheduler, work-groups dealt to its workers", "[group]") {
+  const std::size_t n = 20'011, l = 64, per = 4;
+  std::vector<std::int32_t> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::int32_t(i % 31) - 15;
+  std::vector<std::int32_t> ref((n + l * per - 1) / (l * per), 0);
+  for (std::size_t i = 0; i < n; ++i) ref[i / (l * per)] += x[i];
+  array<float, 2> src(shape::d2(70, 45));
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = small_value(i, 5);
+  const auto st_ref = stencil(src);
+
+  tbb_scheduler tbb(3);
+  steal_scheduler steal(3, false);
+  deal_scheduler deal(topology::synthetic(2, 2));
+  scheduler* all[] = {&tbb, &steal, &deal};
+  for (scheduler* s : all)
+    for (order_policy p : all_policies)
+      for (std::size_t grain : {0, 1, 5}) {
+        INFO("scheduler=" << s->name() << " policy=" << policy_name(p) << " groups_per_task=" << grain);
+        const auto before = s->stats().parallel_fors;
+        std::vector<std::int32_t> partial;
+        graph g(group_kernel<TreeReduce>(range1d{l}, TreeReduce{per}, {.order = p, .calibration_rounds = 1, .groups_per_task = grain}),
+                {.scheduler = s});
+        g.run(from_arrays(x), into_arrays(partial)).get();
+        REQUIRE(partial == ref);
+        array<float, 2> dst;
+        graph gs(group_kernel<StencilTile>(range2d{8, 16}, {}, {.order = p, .calibration_rounds = 1, .groups_per_task = grain}),
+                 {.scheduler = s});
+        gs.run(from_arrays(src), into_arrays(dst)).get();
+        REQUIRE(as_vector(dst) == st_ref);
+        // 79 and 27 work-groups (fewer calibration groups): both leaves deal
+        // the rest to workers with the scheduler's parallel_for.
+        CHECK(s->stats().parallel_fors >= before + 2);
+      }
 }
 
 TEST_CASE("group kernels compose in pipelines and farms", "[group][tsan]") {

@@ -66,6 +66,21 @@
 #include <sinew/node.hpp>
 #include <sinew/scheduler.hpp>
 
+// The regions and work-item loops are inlined into the kernel's body, down
+// to the body of the loop: trip counts the kernel states as constants then
+// reach the loops (short nests unroll, work-item loops vectorise), and the
+// code a calibration group times (order_policy::measured) is the code that
+// runs once the order is decided -- with the timed call compiled apart,
+// GCC 12 left the 3x3 stencil nest un-unrolled in one copy only, and the
+// calibration misjudged it by 3x.
+#if defined(__GNUC__)
+#define SINEW_GROUP_INLINE [[gnu::always_inline]] inline
+#define SINEW_GROUP_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define SINEW_GROUP_INLINE inline
+#define SINEW_GROUP_INLINE_LAMBDA
+#endif
+
 namespace sinew {
 
 /// A 1-, 2- or 3-D index space; dimension 0 is the outermost.
@@ -100,7 +115,7 @@ struct range3d : range {
 /// How a group kernel orders work-items around the loops of its regions.
 enum class order_policy {
   declared,       ///< from the access strides each `loop` declares (seed 002, Table 1)
-  measured,       ///< time every order on the first groups, keep the fastest
+  measured,       ///< time every order on the first groups; keep the fastest if it beats the declared order by more than noise
   depth_first,    ///< always depth-first (what most OpenCL CPU compilers do)
   breadth_first,  ///< always breadth-first
 };
@@ -111,8 +126,9 @@ enum class order_policy {
 /// \endcode
 struct group_options {
   order_policy order = order_policy::declared;
-  /// measured: calibration groups per candidate order (the first
-  /// `3 * calibration_rounds` groups run serially while being timed).
+  /// measured: calibration groups per candidate order (at least
+  /// `3 * calibration_rounds` groups run serially while being timed; up to
+  /// 4 times as many while the samples stay noisy).
   unsigned calibration_rounds = 8;
   /// Work-groups per scheduler task at least; 0 = 1.
   std::size_t groups_per_task = 0;
@@ -242,7 +258,7 @@ class group {
 
   /// A region: `f(item)` for every work-item, then a barrier.
   template <class F>
-  void each(F&& f) {
+  SINEW_GROUP_INLINE void each(F&& f) {
     for_items(f);
   }
 
@@ -251,7 +267,7 @@ class group {
   /// accesses of the body, seed 002 Table 1). A body returning bool leaves
   /// the loop for its work-item when it returns false (divergent loop).
   template <class B>
-  void loop(std::size_t n, access_list accesses, B&& body) {
+  SINEW_GROUP_INLINE void loop(std::size_t n, access_list accesses, B&& body) {
     detail::all_items all;
     run_loop<1>({n}, {declared_order(n, accesses)}, all, body);
   }
@@ -259,17 +275,17 @@ class group {
   /// accesses with their strides along k0 / k1. A bool body returning false
   /// leaves the whole nest for its work-item.
   template <class B>
-  void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
+  SINEW_GROUP_INLINE void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
     detail::all_items all;
     run_loop<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, all, body);
   }
   /// A loop in a divergent branch: only work-items with `pred(item)` run it.
   template <class P, class B>
-  void loop_where(P&& pred, std::size_t n, access_list accesses, B&& body) {
+  SINEW_GROUP_INLINE void loop_where(P&& pred, std::size_t n, access_list accesses, B&& body) {
     run_loop<1>({n}, {declared_order(n, accesses)}, pred, body);
   }
   template <class P, class B>
-  void loop_where(P&& pred, std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
+  SINEW_GROUP_INLINE void loop_where(P&& pred, std::array<std::size_t, 2> n, access_list outer, access_list inner, B&& body) {
     run_loop<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, pred, body);
   }
   /// A loop carrying one per-work-item value (an accumulator):
@@ -277,12 +293,12 @@ class group {
   /// for the whole loop (a register: the scalar expansion is avoided, seed
   /// 002 §2), written back at the end; breadth-first it is `carry[item]`.
   template <class T, class B>
-  void loop(std::size_t n, access_list accesses, per_item_array<T> carry, B&& body) {
+  SINEW_GROUP_INLINE void loop(std::size_t n, access_list accesses, per_item_array<T> carry, B&& body) {
     detail::all_items all;
     run_carried<1>({n}, {declared_order(n, accesses)}, all, carry, body);
   }
   template <class T, class B>
-  void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, per_item_array<T> carry, B&& body) {
+  SINEW_GROUP_INLINE void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, per_item_array<T> carry, B&& body) {
     detail::all_items all;
     run_carried<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, all, carry, body);
   }
@@ -325,7 +341,7 @@ class group {
 
  private:
   template <class F>
-  void for_items(F& f) const {
+  SINEW_GROUP_INLINE void for_items(F& f) const {
     const std::size_t* lim = L_->lim.data();
     const std::size_t n0 = L_->local.ext[0], n1 = L_->local.ext[1], n2 = L_->local.ext[2];
     const std::size_t b0 = base_[0], b1 = base_[1], b2 = base_[2];
@@ -351,7 +367,7 @@ class group {
     else return std::is_void_v<std::invoke_result_t<B&, const item&, std::size_t, std::size_t>>;
   }
   template <std::size_t D, class B>
-  static bool call(B& body, const item& it, const std::array<std::size_t, D>& k) {
+  SINEW_GROUP_INLINE static bool call(B& body, const item& it, const std::array<std::size_t, D>& k) {
     if constexpr (returns_void<B, D>()) {
       if constexpr (D == 1) body(it, k[0]);
       else body(it, k[0], k[1]);
@@ -364,7 +380,7 @@ class group {
   /// Loop levels [Lv, D) for one work-item (its depth-first part). False if
   /// the body asked to leave the nest.
   template <std::size_t Lv, std::size_t D, class B>
-  static bool inner(B& body, const item& it, std::array<std::size_t, D> k, const std::array<std::size_t, D>& n) {
+  SINEW_GROUP_INLINE static bool inner(B& body, const item& it, std::array<std::size_t, D> k, const std::array<std::size_t, D>& n) {
     if constexpr (Lv == D) {
       return call<D>(body, it, k);
     } else {
@@ -384,21 +400,21 @@ class group {
 
   /// One pass of the work-item loop at the current outer indices.
   template <std::size_t P, std::size_t D, bool Divergent, class B>
-  void item_pass(B& body, const std::array<std::size_t, D>& k, const std::array<std::size_t, D>& n, preds& p) {
+  SINEW_GROUP_INLINE void item_pass(B& body, const std::array<std::size_t, D>& k, const std::array<std::size_t, D>& n, preds& p) {
     if constexpr (!Divergent) {
       // Convergent: a plain work-item loop the compiler can vectorise.
-      auto f = [&](const item& it) { inner<P, D>(body, it, k, n); };
+      auto f = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA { inner<P, D>(body, it, k, n); };
       for_items(f);
     } else if (p.active == count_) {
       // All active (runtime check, seed 002 Fig. 6): no predicate test.
-      auto f = [&](const item& it) {
+      auto f = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA {
         bool stay = inner<P, D>(body, it, k, n);
         p.on[it.lin] = stay;
         p.active -= !stay;
       };
       for_items(f);
     } else {
-      auto f = [&](const item& it) {
+      auto f = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA {
         if (p.on[it.lin] && !inner<P, D>(body, it, k, n)) {
           p.on[it.lin] = 0;
           --p.active;
@@ -409,7 +425,7 @@ class group {
   }
   /// Loop levels [Lv, P) outside the work-item loop (breadth-first).
   template <std::size_t Lv, std::size_t P, std::size_t D, bool Divergent, class B>
-  void outer(B& body, std::array<std::size_t, D>& k, const std::array<std::size_t, D>& n, preds& p) {
+  SINEW_GROUP_INLINE void outer(B& body, std::array<std::size_t, D>& k, const std::array<std::size_t, D>& n, preds& p) {
     if constexpr (Lv == P) {
       item_pass<P, D, Divergent>(body, k, n, p);
     } else {
@@ -422,13 +438,13 @@ class group {
   }
   /// The nest with the work-item loop at position P.
   template <std::size_t P, std::size_t D, class Pred, class B>
-  void nest(const std::array<std::size_t, D>& n, Pred& pred, B& body) {
+  SINEW_GROUP_INLINE void nest(const std::array<std::size_t, D>& n, Pred& pred, B& body) {
     constexpr bool has_pred = !std::is_same_v<std::decay_t<Pred>, detail::all_items>;
     constexpr bool divergent = has_pred || !returns_void<B, D>();
     if constexpr (P == 0) {
       // Depth-first: one work-item loop around the whole nest; divergence is
       // just control flow inside it.
-      auto f = [&](const item& it) {
+      auto f = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA {
         if constexpr (has_pred)
           if (!pred(it)) return;
         inner<0, D>(body, it, std::array<std::size_t, D>{}, n);
@@ -438,7 +454,7 @@ class group {
       preds p;
       if constexpr (divergent) {
         p.on = static_cast<unsigned char*>(arena_->allocate(count_, 1));
-        auto init = [&](const item& it) {
+        auto init = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA {
           bool on = true;
           if constexpr (has_pred) on = static_cast<bool>(pred(it));
           p.on[it.lin] = on;
@@ -452,32 +468,32 @@ class group {
     }
   }
   template <std::size_t D, class Pred, class B>
-  void run_at(unsigned pos, const std::array<std::size_t, D>& n, Pred& pred, B& body) {
+  SINEW_GROUP_INLINE void run_at(unsigned pos, const std::array<std::size_t, D>& n, Pred& pred, B& body) {
     if (pos == 0) nest<0, D>(n, pred, body);
     else if (pos == 1 || D == 1) nest<1, D>(n, pred, body);
     else if constexpr (D >= 2) nest<2, D>(n, pred, body);
   }
   template <std::size_t D, class Pred, class B>
-  void run_loop(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
+  SINEW_GROUP_INLINE void run_loop(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
                 B& body) {
-    in_order<D, B>(declared, [&](unsigned pos) { run_at<D>(pos, n, pred, body); });
+    in_order<D, B>(declared, [&](unsigned pos) SINEW_GROUP_INLINE_LAMBDA { run_at<D>(pos, n, pred, body); });
   }
   template <std::size_t D, class Pred, class T, class B>
-  void run_carried(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
+  SINEW_GROUP_INLINE void run_carried(const std::array<std::size_t, D>& n, const std::array<item_order, D>& declared, Pred& pred,
                    per_item_array<T> carry, B& body) {
-    in_order<D, B>(declared, [&](unsigned pos) {
+    in_order<D, B>(declared, [&](unsigned pos) SINEW_GROUP_INLINE_LAMBDA {
       if (pos == 0) {
-        auto f = [&](const item& it) {
+        auto f = [&](const item& it) SINEW_GROUP_INLINE_LAMBDA {
           if constexpr (!std::is_same_v<std::decay_t<Pred>, detail::all_items>)
             if (!pred(it)) return;
           T v = carry[it];
-          auto b = [&](const item& i, auto... k) { return body(i, k..., v); };
+          auto b = [&](const item& i, auto... k) SINEW_GROUP_INLINE_LAMBDA { return body(i, k..., v); };
           inner<0, D>(b, it, std::array<std::size_t, D>{}, n);
           carry[it] = v;
         };
         for_items(f);
       } else {
-        auto b = [&](const item& i, auto... k) { return body(i, k..., carry[i]); };
+        auto b = [&](const item& i, auto... k) SINEW_GROUP_INLINE_LAMBDA { return body(i, k..., carry[i]); };
         run_at<D>(pos, n, pred, b);
       }
     });
@@ -489,27 +505,29 @@ class group {
   }
   /// Runs `run(position)` with the position the policy gives loop B.
   template <std::size_t D, class B, class Run>
-  void in_order(const std::array<item_order, D>& declared, Run&& run) {
+  SINEW_GROUP_INLINE void in_order(const std::array<item_order, D>& declared, Run&& run) {
     static_assert(D <= detail::group_plan::max_depth, "loop nests are at most 2 deep");
     const void* key = &detail::loop_site_tag<std::decay_t<B>>;
-    unsigned pos = nest_position(declared);
+    const unsigned rule = nest_position(declared);
+    unsigned pos = rule;
     switch (mode_.policy) {
       case order_policy::declared: break;
       case order_policy::depth_first: pos = 0; break;
       case order_policy::breadth_first: pos = unsigned(D); break;
       case order_policy::measured:
-        if (mode_.calibrating) {
-          pos = mode_.sample % unsigned(D + 1);
-          auto t0 = std::chrono::steady_clock::now();
-          run(pos);
-          auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-          mode_.plan->record(key, unsigned(D), pos, std::uint64_t(ns.count()) + 1);
-          return;
-        }
-        if (mode_.plan) pos = mode_.plan->decided_position(key, pos);
+        if (mode_.calibrating) pos = mode_.sample % unsigned(D + 1);  // candidates take turns
+        else if (mode_.plan) pos = mode_.plan->decided_position(key, rule);
         break;
     }
+    // One call site for timed and untimed runs: a calibration group times
+    // the same machine code that runs once the order is decided.
+    std::chrono::steady_clock::time_point t0{};
+    if (mode_.calibrating) t0 = std::chrono::steady_clock::now();
     run(pos);
+    if (mode_.calibrating) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+      mode_.plan->record(key, unsigned(D), rule, pos, std::uint64_t(ns.count()) + 1);
+    }
   }
 
   const detail::group_launch* L_;
@@ -640,23 +658,39 @@ class group_exec final : public executable {
   std::vector<unsigned> measured_positions() const {
     return plan_.decided() ? plan_.positions() : std::vector<unsigned>{};
   }
+  /// The measured policy's samples and decisions (read-only once decided).
+  const group_plan& plan() const noexcept { return plan_; }
 
  private:
   template <class Views>
+  /// Runs the unit's first groups as calibration groups, serially; returns
+  /// how many it ran. The first group of each unit runs untimed in the
+  /// declared order (cold caches, first touch of the arena and the data);
+  /// then groups are timed, candidates taking turns, until
+  /// `3 * calibration_rounds` groups are timed and their samples are settled
+  /// (group_plan::settled), or `extend_factor` times as many when they stay
+  /// noisy. Calibration may span several units; it decides once.
   std::size_t calibrate(const group_launch& L, const Views& views, std::size_t total, group::mode m) {
     std::lock_guard<std::mutex> lk(plan_.calibration);
     if (plan_.decided()) return 0;
-    const std::size_t want = std::size_t(detail::group_plan::candidates) * (o_.calibration_rounds ? o_.calibration_rounds : 1);
-    std::size_t take = std::min(total, want - std::min(want, plan_.groups()));
+    const std::size_t want = std::size_t(group_plan::candidates) * (o_.calibration_rounds ? o_.calibration_rounds : 1);
+    const std::size_t cap = want * group_plan::extend_factor;
+    auto done = [&] { return plan_.groups() >= cap || (plan_.groups() >= want && plan_.settled()); };
     arena_lease lease;
+    std::size_t gi = 0;
+    if (total >= 2) {
+      group::mode warm = m;
+      warm.plan = nullptr;  // declared order, not timed
+      run_group(L, gi++, lease.get(), warm, views);
+    }
     m.calibrating = true;
-    for (std::size_t gi = 0; gi < take; ++gi) {
+    for (; gi < total && !done(); ++gi) {
       m.sample = unsigned(plan_.groups());
       run_group(L, gi, lease.get(), m, views);
       plan_.end_group();
     }
-    if (plan_.groups() >= want) plan_.decide();
-    return take;
+    if (done()) plan_.decide();
+    return gi;
   }
 
   template <class Views>
