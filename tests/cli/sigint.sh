@@ -18,3 +18,18 @@ for sig in INT INT TERM; do
     fail "checksum covers $units units: $(cat out.txt err.txt)"
   echo "ok: SIG$sig -> $(summary_counts err.txt)"
 done
+
+# SIGTERM under heavy load: workers oversubscribed 8 to a core, a 16-way farm
+# of xor+segmentation pipelines on 1 MiB units, every worker busy when the
+# signal lands. Still a drain: exit 130, units_in == units_out.
+threads=$(( $(nproc) * 8 ))
+"$SINEW" run "$SRC/graphs/stream_farm.json" --threads "$threads" --set /source/shape/0=1048576 \
+  --set /graph/workers=16 --set /queue_capacity=8 >out.txt 2>err.txt &
+pid=$!
+sleep 1.5
+kill -TERM $pid
+wait $pid
+rc=$?
+[[ $rc -eq 130 ]] || fail "SIGTERM under load: exit $rc, want 130: $(cat err.txt)"
+check_drained err.txt
+echo "ok: SIGTERM under load ($threads threads) -> $(summary_counts err.txt)"
