@@ -630,9 +630,9 @@ struct session::impl final : detail::dist_transport {
       if (j.h.op == op_rows) static_cast<detail::row_executable&>(*j.e.exec).execute_rows(a, j.h.rb, j.h.re);
       else j.e.exec->execute(a);
     } catch (const std::exception& ex) {
-      j.err = "rank " + std::to_string(rank_) + ": " + std::string(j.h.path) + ": " + ex.what();
+      j.err = "rank " + std::to_string(rank_) + ": " + j.e.where + ": " + ex.what();
     } catch (...) {
-      j.err = "rank " + std::to_string(rank_) + ": " + std::string(j.h.path) + ": unknown exception";
+      j.err = "rank " + std::to_string(rank_) + ": " + j.e.where + ": unknown exception";
     }
     j.busy = now_ns() - t0;
   }

@@ -92,13 +92,14 @@ class dist_node final : public node_impl {
 
   std::shared_ptr<executable> compile_inline(const std::string& path) const override {
     if (is_farm_) {
-      auto w = worker_->compile_inline(path + "/" + worker_->segment());
-      register_dist(path, {w, false, worker_->in_place(), worker_->input_types(), worker_->output_types()});
+      const std::string wp = path + "/" + worker_->segment();
+      auto w = worker_->compile_inline(wp);
+      register_dist(path, {w, false, worker_->in_place(), worker_->input_types(), worker_->output_types(), wp});
       return std::make_shared<dist_farm_exec>(path, w, worker_->in_place(), o_.in_flight);
     }
     auto m = std::dynamic_pointer_cast<row_executable>(inner_->compile_inline(path));
     if (!m) throw graph_error(path, "distributed: this map cannot run row ranges");
-    register_dist(path, {m, true, inner_->in_place(), inner_->input_types(), inner_->output_types()});
+    register_dist(path, {m, true, inner_->in_place(), inner_->input_types(), inner_->output_types(), path});
     return std::make_shared<dist_map_exec>(path, m, inner_->in_place());
   }
 

@@ -78,6 +78,7 @@ struct dist_entry {
   bool rows = false;                 ///< a map (run_rows) rather than a farm
   bool in_place = false;
   type_list in_types, out_types;     ///< element types of the layers it reads and writes
+  std::string where;                 ///< node path named by errors (a farm's worker)
 };
 void register_dist(const std::string& path, dist_entry e);
 /// Throws error ("no distributed node '<path>' ...") when unknown.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs build/bench/sinew-mpi-scaling (bench/mpi/mpi_scaling.cpp) on 1, 2 and
+# 4 ranks for the farm of 1 ms items and the Series map, and prints each
+# run's RESULT line with the speed-up and efficiency over 1 rank
+# (E = T1 / (p * Tp)); docs/distributed.md.
+#   usage: bench/mpi_scaling.sh [BINARY] [REPEATS]    (default build/bench/sinew-mpi-scaling, 3)
+# The best of REPEATS runs is kept. Ranks are not bound to cores
+# (--bind-to none): Open MPI binds each rank to one core when np <= 2, which
+# would give the 1-rank run a single core.
+set -euo pipefail
+BIN=${1:-build/bench/sinew-mpi-scaling}
+REPEATS=${2:-3}
+MPIRUN=(mpirun --oversubscribe --bind-to none)
+[[ $(id -u) -eq 0 ]] && MPIRUN+=(--allow-run-as-root)
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(uname -n); SINEW_THREADS=${SINEW_THREADS:-all}"
+for mode in "farm --items 2000 --ms 1 --workers 2" "series --coeffs 4000 --units 4"; do
+  t1=""
+  for np in 1 2 4; do
+    best="" line=""
+    for ((r = 0; r < REPEATS; ++r)); do
+      # shellcheck disable=SC2086
+      out=$("${MPIRUN[@]}" -np "$np" "$BIN" $mode </dev/null | grep '^RESULT')
+      s=$(grep -o 'seconds=[0-9.]*' <<<"$out" | cut -d= -f2)
+      if [[ -z $best ]] || awk "BEGIN{exit !($s < $best)}"; then best=$s line=$out; fi
+    done
+    [[ -z $t1 ]] && t1=$best
+    awk -v t1="$t1" -v tp="$best" -v p="$np" -v l="$line" \
+      'BEGIN{printf "%s speedup=%.2f efficiency=%.2f\n", l, t1/tp, t1/(p*tp)}'
+  done
+done
