@@ -73,13 +73,17 @@ struct grain {
 
 void run(sb::context& ctx) {
   const unsigned threads = sb::thread_count();
-  const double target_s = ctx.quick() ? 0.02 : 0.2;  // per N-worker run
+  // Work per run: full sizes ~0.2 s per N-worker run (the 1-worker runs
+  // take N times as long); --quick ~0.1 s per 1-worker run, so that the
+  // whole benchmark stays under 30 s on 16 workers (24 series of 6 runs per
+  // grain) while an N-worker run still gives every worker >= 8 tasks of 50 us.
+  const double target_s = ctx.quick() ? 0.1 / double(threads) : 0.2;  // per N-worker run
   const double ipu = iters_per_us();
   const grain grains[] = {{"500ns", 0.5}, {"5us", 5.0}, {"50us", 50.0}};
   ctx.param("threads", threads);
   ctx.param("spin_iters_per_us", sb::format_double(ipu, 1));
-  ctx.param("target_seconds_per_run", sb::format_double(target_s, 2));
-  ctx.note("tasks per grain: enough for ~" + sb::format_double(target_s, 2) + " s with " + std::to_string(threads) +
+  ctx.param("target_seconds_per_run", sb::format_double(target_s, 4));
+  ctx.note("tasks per grain: enough for ~" + sb::format_double(target_s, 4) + " s with " + std::to_string(threads) +
            " workers at perfect scaling (the 1-worker runs take " + std::to_string(threads) + "x as long)");
 
   const char* policies[] = {"tbb", "steal", "deal"};

@@ -18,6 +18,14 @@ void buffer::release() noexcept {
   else delete this;  // external memory: only the header is ours
 }
 
+void record_placement(buffer& b, int node, int interleave_first, unsigned nodes,
+                      std::size_t page_size) noexcept {
+  b.numa_node_ = node;
+  b.interleave_first_ = interleave_first;
+  b.placed_nodes_ = nodes;
+  b.placed_page_ = page_size;
+}
+
 buffer_ref buffer_ref::wrap_bytes(void* data, std::size_t count, const elem_type& type) {
   auto* b = new buffer();
   b->data_ = data;
@@ -148,10 +156,13 @@ buffer* buffer_pool::allocate(unsigned cls, std::size_t cap) {
                     " KiB already in use");
     }
   }
-  void* mem = std::aligned_alloc(buffer::alignment, cap);
+  // Blocks of 64 KiB and more start on a page (their size classes are
+  // whole pages), so that a placer can bind their pages to NUMA nodes.
+  const std::size_t align = cap >= (std::size_t(64) << 10) ? 4096 : buffer::alignment;
+  void* mem = std::aligned_alloc(align, cap);
   if (!mem) {
     trim();  // give cached memory back and try once more
-    mem = std::aligned_alloc(buffer::alignment, cap);
+    mem = std::aligned_alloc(align, cap);
     if (!mem) throw std::bad_alloc();
   }
   auto* b = new buffer();
@@ -208,6 +219,7 @@ buffer_ref buffer_pool::acquire(std::size_t count, const elem_type& type) {
   }
   b->count_ = count;
   b->type_ = &type;
+  if (b->placed_nodes_) record_placement(*b, -1, -1, 0, 0);  // a reused block: placed anew by its next writer
   return buffer_ref(b);
 }
 

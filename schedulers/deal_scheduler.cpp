@@ -82,15 +82,14 @@ struct deal_scheduler::impl {
     std::unique_ptr<std::atomic<std::uint64_t>[]> dealt, directed;
   };
 
-  struct alignas(64) worker {
+  struct alignas(64) worker : workers::worker_counters {
     std::thread th;
     unsigned index = 0;
     int node = 0;
     int cpu = -1;
     impl* owner = nullptr;
     unsigned depth = 0;  // owner only: tasks on this thread's stack (> 1: helping)
-    alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
-        steal_attempts{0}, refused{0}, remote_bytes{0}, hinted_bytes{0}, fn_run{0}, submitted{0}, kept_local{0};
+    alignas(64) std::atomic<std::uint64_t> refused{0}, kept_local{0};
   };
 
   impl(const topology& t, deal_options o) : topo(t), opt(std::move(o)) {}
@@ -107,7 +106,8 @@ struct deal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};
   alignas(64) std::atomic<bool> stopping{false};
   alignas(64) std::atomic<std::uint64_t> rr{0};  // round-robin node of outside threads
-  std::atomic<std::uint64_t> ext_submitted{0}, ext_kept_local{0}, pfors{0}, pfors_inline{0}, wakeups{0};
+  std::atomic<std::uint64_t> ext_kept_local{0};
+  workers::scheduler_counters sc;
 
   static thread_local worker* tl_worker;
 
@@ -185,7 +185,7 @@ struct deal_scheduler::impl {
     detail::seq_cst_fence();  // P2
     if (Q.sleepers.load(std::memory_order_relaxed) != 0) {  // P3
       Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      count_wakes(futex_wake(Q.wake_epoch, 1));              // P5
+      sc.count_wakes(futex_wake(Q.wake_epoch, 1));           // P5
       return;
     }
     if (Q.loop_waiters.load(std::memory_order_relaxed) != 0) {
@@ -199,14 +199,10 @@ struct deal_scheduler::impl {
       if (!may_steal(n, q, len)) continue;
       if (T.sleepers.load(std::memory_order_relaxed) != 0) {
         T.wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-        count_wakes(futex_wake(T.wake_epoch, 1));
+        sc.count_wakes(futex_wake(T.wake_epoch, 1));
         return;
       }
     }
-  }
-
-  void count_wakes(int k) noexcept {
-    if (k > 0) wakeups.fetch_add(std::uint64_t(k), std::memory_order_relaxed);
   }
 
   // Map dispatch: `m` tasks were pushed to q at once (queue length `len`).
@@ -219,7 +215,7 @@ struct deal_scheduler::impl {
     const std::uint32_t s = Q.sleepers.load(std::memory_order_relaxed);  // P3
     if (s != 0) {
       Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);          // P4
-      count_wakes(futex_wake(Q.wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
+      sc.count_wakes(futex_wake(Q.wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
       return;
     }
     announce_work(q, len);
@@ -258,17 +254,17 @@ struct deal_scheduler::impl {
 
   // ------------------------------------------------------------ queues
 
-  void push(int q, task* t) {
+  // Enqueues t on q; returns the queue length.
+  std::size_t enqueue(int q, task* t) {
     node_queue& Q = *nodes[std::size_t(q)];
-    std::size_t len;
-    {
-      std::lock_guard<std::mutex> lk(Q.m);
-      Q.q.push_front(t);
-      len = Q.q.size();
-      Q.size.store(len, std::memory_order_relaxed);
-    }
-    announce_work(q, len);
+    std::lock_guard<std::mutex> lk(Q.m);
+    Q.q.push_front(t);
+    const std::size_t len = Q.q.size();
+    Q.size.store(len, std::memory_order_relaxed);
+    return len;
   }
+
+  void push(int q, task* t) { announce_work(q, enqueue(q, t)); }
 
   // Takes the oldest task of node v's queue if `ok(len)` holds under the lock.
   template <class Ok>
@@ -343,10 +339,7 @@ struct deal_scheduler::impl {
       run_block(w, t);
       w.tasks.fetch_add(1, std::memory_order_relaxed);
     } else {
-      if (t->total != 0) {
-        w.hinted_bytes.fetch_add(t->total, std::memory_order_relaxed);
-        w.remote_bytes.fetch_add(t->total - t->D[std::size_t(w.node)], std::memory_order_relaxed);
-      }
+      if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
       t->fn();  // noexcept context: a throwing submitted task terminates
       t->fn = nullptr;  // release captures now
       tl_cache.put(t);
@@ -359,6 +352,8 @@ struct deal_scheduler::impl {
 
   // A block of a parallel_for: give away right halves (to this worker's
   // node queue) while longer than the grain, then run the leftmost part.
+  // As in `steal`, the halves wake no one: the dispatch woke the workers
+  // the loop can use, and a worker looks at its queue before it sleeps.
   void run_block(worker& w, task* t) noexcept {
     loop_ctx* L = t->loop;
     std::size_t b = t->b, e = t->e;
@@ -370,20 +365,31 @@ struct deal_scheduler::impl {
       r->b = mid;
       r->e = e;
       r->submitter = int(w.index);
-      push(w.node, r);
+      enqueue(w.node, r);
       e = mid;
     }
+    w.count_block(*L, b, e, w.node);
     if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
   }
 
-  // Exponential back-off step `d` (ns): short ones spin, longer ones sleep.
-  static void backoff_wait(std::uint64_t d) noexcept {
-    if (d <= 2'000) {
-      const std::uint64_t end = now_ns() + d;
-      while (now_ns() < end) cpu_relax();
-    } else {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(d));
-    }
+  // Exponential back-off step `d` (ns) of worker w: up to 2 us it spins,
+  // longer it yields the core between looks; either way it ends as soon as
+  // w's own node queue holds a task. (A timed sleep here cost the 16-core
+  // one-node machine a quarter of mir_suite's map: sleep_for(4 us) sleeps
+  // ~60 us, and a push wakes only futex sleepers, so tasks waited for
+  // workers that were dozing in their back-off.)
+  void backoff_wait(const worker& w, std::uint64_t d) const noexcept {
+    const std::atomic<std::size_t>& own = nodes[std::size_t(w.node)]->size;
+    const std::uint64_t end = now_ns() + d;
+    const bool spin = d <= 2'000;
+    do {
+      if (own.load(std::memory_order_relaxed) != 0) return;
+      if (spin) {
+        for (int i = 0; i < 8; ++i) cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    } while (now_ns() < end);
   }
 
   std::uint64_t bmin() const noexcept { return std::uint64_t(std::max<std::int64_t>(1, opt.backoff_min.count())); }
@@ -406,7 +412,7 @@ struct deal_scheduler::impl {
       if (d <= bmax()) {
         // Short waits only: the loop may end any moment (and no wake comes
         // during a timed back-off).
-        if (d <= 2'000) backoff_wait(d);
+        if (d <= 2'000) backoff_wait(w, d);
         else std::this_thread::yield();
         d *= 2;
         continue;
@@ -458,7 +464,7 @@ struct deal_scheduler::impl {
       }
       if (contended) continue;
       if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
-        backoff_wait(d);  // exponential back-off of Algorithm 2
+        backoff_wait(w, d);  // exponential back-off of Algorithm 2
         d *= 2;
         continue;
       }
@@ -641,39 +647,45 @@ void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint)
       (w ? w->kept_local : p.ext_kept_local).fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (w) w->submitted.fetch_add(1, std::memory_order_relaxed);
-  else p.ext_submitted.fetch_add(1, std::memory_order_relaxed);
+  (w ? w->submitted : p.sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
   t->fn = std::move(fn);
   p.push(node, t);
 }
 
 void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                   detail::function_ref<void(std::size_t, std::size_t)> body) {
+  parallel_for_at({}, n, grain, body);
+}
+
+void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                                     detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
   impl& p = *p_;
-  p.pfors.fetch_add(1, std::memory_order_relaxed);
   impl::worker* w = p.me();
   loop_ctx L(body, grain, n);
   // Map dispatch (worker_common.hpp, seed 004 Section 3.3), over the
   // workers of one node: the blocks go to the caller's node queue (an
   // outside caller's: round-robin), where Algorithm 2 lets other nodes
-  // steal only past its threshold.
-  const int q = w ? w->node : p.outside_node();
+  // steal only past its threshold -- or, when the hint's data passes
+  // Algorithm 1's thresholds, to the node Algorithm 1 chooses for it.
+  const int local = w ? w->node : p.outside_node();
+  int q = local;
+  std::vector<std::uint64_t> D;
+  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+    L.total = detail::hint_bytes(hint, p.N, D, "deal_scheduler::parallel_for_at");
+    L.D = D;
+    if (L.total != 0 && p.deals(D)) q = p.argmin_cost(D, local);
+  }
+  // Dealt elsewhere: every block goes to q (the caller only helps with
+  // what Algorithm 2 lets it take); the data is big (past the size
+  // threshold), so moving the work costs less than reading it from afar.
+  const bool away = q != local || !w;
   const std::size_t node_workers = std::max<std::size_t>(1, p.topo.cores(std::size_t(q)).size());
   std::size_t b = 0;
-  const bool inline_all = workers::dispatch_inline(L, n, node_workers, b);
-  if (inline_all) {
-    const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
-    L.run_inline(b, n);
-    p.pfors_inline.fetch_add(1, std::memory_order_relaxed);
-    if (w) {
-      w->tasks.fetch_add(1, std::memory_order_relaxed);
-      if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-    }
-  } else {
+  if (!workers::begin_loop(p.sc, L, n, node_workers, w, local, b, q == local)) {
     const std::size_t parts = std::min(workers::chunk_count(n - b, grain), node_workers);
-    const std::size_t first_pushed = w ? 1 : 0;
+    const std::size_t first_pushed = away ? 0 : 1;
     std::vector<task*> segs;
     segs.reserve(parts);
     for (std::size_t i = 0; i < parts; ++i) {
@@ -689,7 +701,7 @@ void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
       p.announce_work_n(q, parts - first_pushed, len);
     }
     if (w) {
-      p.run_task(*w, segs[0]);  // halves onto our node's queue, runs the leftmost block
+      if (!away) p.run_task(*w, segs[0]);  // halves onto our node's queue, runs the leftmost block
       p.help_until_done(*w, L);
     } else {
       p.wait_outside(L);
@@ -698,29 +710,7 @@ void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,
   if (L.error) std::rethrow_exception(L.error);
 }
 
-scheduler_stats deal_scheduler::stats() const {
-  scheduler_stats s;
-  s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
-  s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
-  s.parallel_fors_inline = p_->pfors_inline.load(std::memory_order_relaxed);
-  s.wakeups = p_->wakeups.load(std::memory_order_relaxed);
-  for (const auto& w : p_->workers) {
-    s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
-    s.tasks_run += w->fn_run.load(std::memory_order_acquire);
-    scheduler_stats::worker x;
-    x.tasks = w->tasks.load(std::memory_order_relaxed);
-    x.busy_ns = w->busy.load(std::memory_order_relaxed);
-    x.steals_same_node = w->steals_same.load(std::memory_order_relaxed);
-    x.steals_remote = w->steals_remote.load(std::memory_order_relaxed);
-    x.steals = x.steals_same_node + x.steals_remote;
-    x.node = w->node;
-    x.hinted_bytes = w->hinted_bytes.load(std::memory_order_relaxed);
-    x.remote_bytes = w->remote_bytes.load(std::memory_order_relaxed);
-    x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
-    s.workers.push_back(x);
-  }
-  return s;
-}
+scheduler_stats deal_scheduler::stats() const { return p_->sc.read(p_->workers); }
 
 sinew::deal_stats deal_scheduler::deal_stats() const {
   sinew::deal_stats s;
@@ -744,20 +734,16 @@ sinew::deal_stats deal_scheduler::deal_stats() const {
 }
 
 void deal_scheduler::reset_stats() {
-  p_->ext_submitted.store(0, std::memory_order_relaxed);
   p_->ext_kept_local.store(0, std::memory_order_relaxed);
-  p_->pfors.store(0, std::memory_order_relaxed);
-  p_->pfors_inline.store(0, std::memory_order_relaxed);
-  p_->wakeups.store(0, std::memory_order_relaxed);
+  p_->sc.reset(p_->workers);
   for (auto& Q : p_->nodes)
     for (std::size_t j = 0; j < p_->N; ++j) {
       Q->dealt[j].store(0, std::memory_order_relaxed);
       Q->directed[j].store(0, std::memory_order_relaxed);
     }
   for (auto& w : p_->workers) {
-    for (auto* a : {&w->tasks, &w->busy, &w->steals_same, &w->steals_remote, &w->steal_attempts,
-                    &w->refused, &w->remote_bytes, &w->hinted_bytes, &w->fn_run, &w->submitted, &w->kept_local})
-      a->store(0, std::memory_order_relaxed);
+    w->refused.store(0, std::memory_order_relaxed);
+    w->kept_local.store(0, std::memory_order_relaxed);
   }
 }
 

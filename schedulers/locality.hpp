@@ -20,7 +20,7 @@ std::uint64_t hint_bytes(const locality_hint& hint, std::size_t nodes, std::vect
                          const char* who);
 
 /// The node `i` with the least `sum_j D[j] * distance(i, j)`; ties go to
-/// `prefer` when it is among the cheapest, else to the lowest index.
+/// the node holding the most of D, then to `prefer`, then to the lowest index.
 int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefer);
 
 }  // namespace sinew::detail

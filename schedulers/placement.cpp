@@ -289,6 +289,35 @@ page_map placer::bind(void* p, std::size_t bytes, int toucher_node) {
   return m;
 }
 
+page_map placer::place_buffer(buffer& b, int toucher_node) {
+  const std::size_t bytes = b.bytes();
+  const bool aligned = reinterpret_cast<std::uintptr_t>(b.data()) % page_size_ == 0;
+  page_map m = (aligned && binds() && page_size_ == os_page_size()) ? bind(b.data(), bytes, toucher_node)
+                                                                     : place(bytes, toucher_node);
+  const int home = m.home_node();
+  const int first = (home < 0 && m.kind_ == page_map::kind::interleaved) ? m.node_ : -1;
+  record_placement(b, home, first, unsigned(m.nodes()), m.page_size());
+  return m;
+}
+
+std::uint64_t add_bytes_on_nodes(const buffer& b, std::span<std::uint64_t> D) noexcept {
+  const std::size_t n = D.size(), bytes = b.bytes();
+  if (b.numa_node() >= 0) {
+    if (std::size_t(b.numa_node()) >= n) return 0;
+    D[std::size_t(b.numa_node())] += bytes;
+    return bytes;
+  }
+  if (b.interleave_first() < 0 || b.placed_nodes() != n || n == 0 || bytes == 0) return 0;
+  // Page i on node (first + i) % n: whole rounds, then the pages left over
+  // (the last one maybe partial).
+  const std::size_t P = b.placed_page_size(), pages = (bytes + P - 1) / P, each = pages / n;
+  const std::size_t first = std::size_t(b.interleave_first());
+  for (std::size_t j = 0; j < n; ++j) D[j] += each * P;
+  for (std::size_t k = 0; k < pages % n; ++k) D[(first + each * n + k) % n] += P;
+  D[(first + pages - 1) % n] -= pages * P - bytes;  // the partial last page
+  return bytes;
+}
+
 page_map query_pages(const topology& t, const void* p, std::size_t bytes) {
   if (t.synthetic()) throw error("query_pages: needs the machine's topology, not a synthetic one");
   const std::size_t ps = os_page_size();

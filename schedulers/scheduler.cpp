@@ -1,5 +1,6 @@
 #include <sinew/deal_scheduler.hpp>
 #include <sinew/error.hpp>
+#include <sinew/placement.hpp>
 #include <sinew/scheduler.hpp>
 #include <sinew/steal_scheduler.hpp>
 #include <sinew/tbb_scheduler.hpp>
@@ -60,11 +61,8 @@ std::uint64_t hint_bytes(const locality_hint& hint, std::size_t nodes, std::vect
   if (!hint.bytes_on_node.empty()) {
     std::copy(hint.bytes_on_node.begin(), hint.bytes_on_node.end(), D.begin());
   } else {
-    for (const buffer_ref& b : hint.reads) {
-      if (!b) continue;
-      const int n = b->numa_node();  // -1: unknown, not counted
-      if (n >= 0 && std::size_t(n) < nodes) D[std::size_t(n)] += b->bytes();
-    }
+    for (const buffer_ref& b : hint.reads)
+      if (b) add_bytes_on_nodes(*b, D);  // unknown placement: not counted
   }
   std::uint64_t total = 0;
   for (auto d : D) total += d;
@@ -74,12 +72,19 @@ std::uint64_t hint_bytes(const locality_hint& hint, std::size_t nodes, std::vect
 int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefer) {
   using u128 = unsigned __int128;
   const std::size_t N = t.nodes();
+  // Among equally cheap nodes the one holding most of D reads the fewest
+  // remote bytes (on a line of nodes a node between two holders costs as
+  // much as either holder, yet reads everything from afar); then `prefer`,
+  // then the lowest index.
   int best = -1;
   u128 best_cost = 0;
   for (std::size_t i = 0; i < N; ++i) {
     u128 c = 0;
     for (std::size_t j = 0; j < N; ++j) c += u128(D[j]) * t.distance(i, j);
-    if (best < 0 || c < best_cost || (c == best_cost && int(i) == prefer)) {
+    const bool better = best < 0 || c < best_cost ||
+                        (c == best_cost && (D[i] > D[std::size_t(best)] ||
+                                            (D[i] == D[std::size_t(best)] && int(i) == prefer)));
+    if (better) {
       best = int(i);
       best_cost = c;
     }

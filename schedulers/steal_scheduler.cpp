@@ -74,7 +74,7 @@ thread_local workers::task_cache<task> tl_cache;
 }  // namespace
 
 struct steal_scheduler::impl {
-  struct alignas(64) worker {
+  struct alignas(64) worker : workers::worker_counters {
     detail::chase_lev_deque<task*> dq;
     std::thread th;
     unsigned index = 0;
@@ -84,9 +84,6 @@ struct steal_scheduler::impl {
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
-    // Counters: written by the owner, read and reset by anyone.
-    alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals{0}, steal_attempts{0},
-        fn_run{0}, submitted{0}, steals_remote{0}, hinted_bytes{0}, remote_bytes{0};
   };
 
   impl(unsigned n, bool pin, topology t) : threads(n), pin(pin), topo(std::move(t)) {}
@@ -110,7 +107,7 @@ struct steal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_waiters{0};    // outside threads in parallel_for
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};      // their futex word
   alignas(64) std::atomic<bool> stopping{false};
-  std::atomic<std::uint64_t> ext_submitted{0}, pfors{0}, pfors_inline{0}, wakeups{0};
+  workers::scheduler_counters sc;
 
   static thread_local worker* tl_worker;
 
@@ -173,15 +170,11 @@ struct steal_scheduler::impl {
     detail::seq_cst_fence();  // P2
     if (sleepers.load(std::memory_order_relaxed) != 0) {  // P3
       wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      count_wakes(futex_wake(wake_epoch, 1));              // P5
+      sc.count_wakes(futex_wake(wake_epoch, 1));           // P5
     } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
       loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(loop_epoch, 1);
     }
-  }
-
-  void count_wakes(int k) noexcept {
-    if (k > 0) wakeups.fetch_add(std::uint64_t(k), std::memory_order_relaxed);
   }
 
   // After pushing `m` tasks at once (map dispatch): P2..P5 of the sleep
@@ -193,7 +186,7 @@ struct steal_scheduler::impl {
     const std::uint32_t s = sleepers.load(std::memory_order_relaxed);  // P3
     if (s != 0) {
       wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      count_wakes(futex_wake(wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
+      sc.count_wakes(futex_wake(wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
     } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
       loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(loop_epoch, int(std::min<std::size_t>(m, INT_MAX)));
@@ -254,8 +247,7 @@ struct steal_scheduler::impl {
       w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
       auto r = v.dq.steal(t);
       if (r == detail::chase_lev_deque<task*>::steal_result::success) {
-        w.steals.fetch_add(1, std::memory_order_relaxed);
-        if (v.node != w.node) w.steals_remote.fetch_add(1, std::memory_order_relaxed);
+        (v.node != w.node ? w.steals_remote : w.steals_same).fetch_add(1, std::memory_order_relaxed);
         if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
           trace::emit_instant("steal", "steal", trace::now_ns(), {{"from", v.index}, {"to", w.index}});
         return t;
@@ -285,10 +277,7 @@ struct steal_scheduler::impl {
       run_block(w, t);
       w.tasks.fetch_add(1, std::memory_order_relaxed);
     } else {
-      if (t->total != 0) {
-        w.hinted_bytes.fetch_add(t->total, std::memory_order_relaxed);
-        w.remote_bytes.fetch_add(t->total - t->D[std::size_t(w.node)], std::memory_order_relaxed);
-      }
+      if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
       t->fn();  // noexcept context: a throwing submitted task terminates
       t->fn = nullptr;  // release captures now, not when the object is reused
       tl_cache.put(t);
@@ -316,6 +305,7 @@ struct steal_scheduler::impl {
       w.dq.push(r);
       e = mid;
     }
+    w.count_block(*L, b, e, w.node);
     if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
   }
 
@@ -497,8 +487,7 @@ unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
 void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
   if (!fn) throw error("steal_scheduler::submit: empty function");
   impl::worker* w = p_->me();
-  if (w) w->submitted.fetch_add(1, std::memory_order_relaxed);
-  else p_->ext_submitted.fetch_add(1, std::memory_order_relaxed);
+  (w ? w->submitted : p_->sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
   task* t = tl_cache.get();
   t->loop = nullptr;
   if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
@@ -515,24 +504,26 @@ void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint
 
 void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    detail::function_ref<void(std::size_t, std::size_t)> body) {
+  parallel_for_at({}, n, grain, body);
+}
+
+void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                                      detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
   impl& p = *p_;
-  p.pfors.fetch_add(1, std::memory_order_relaxed);
   impl::worker* w = p.me();
   loop_ctx L(body, grain, n);
+  // The hint never moves the loop (this is the baseline): its D is only
+  // counted, block by block, where the blocks run.
+  std::vector<std::uint64_t> D;
+  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+    L.total = detail::hint_bytes(hint, p.topo.nodes(), D, "steal_scheduler::parallel_for_at");
+    L.D = D;
+  }
   // Map dispatch (worker_common.hpp, seed 004 Section 3.3).
   std::size_t b = 0;
-  const bool inline_all = workers::dispatch_inline(L, n, p.threads, b);
-  if (inline_all) {
-    const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
-    L.run_inline(b, n);
-    p.pfors_inline.fetch_add(1, std::memory_order_relaxed);
-    if (w) {
-      w->tasks.fetch_add(1, std::memory_order_relaxed);
-      if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-    }
-  } else {
+  if (!workers::begin_loop(p.sc, L, n, p.threads, w, w ? w->node : 0, b)) {
     // One segment per participant (the calling worker keeps the first);
     // pushed in one step, then one wake for the others.
     const std::size_t parts = std::min<std::size_t>(workers::chunk_count(n - b, grain), p.threads);
@@ -562,47 +553,9 @@ void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
   if (L.error) std::rethrow_exception(L.error);
 }
 
-scheduler_stats steal_scheduler::stats() const {
-  scheduler_stats s;
-  s.tasks_submitted = p_->ext_submitted.load(std::memory_order_relaxed);
-  s.parallel_fors = p_->pfors.load(std::memory_order_relaxed);
-  s.parallel_fors_inline = p_->pfors_inline.load(std::memory_order_relaxed);
-  s.wakeups = p_->wakeups.load(std::memory_order_relaxed);
-  for (const auto& w : p_->workers) {
-    s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
-    s.tasks_run += w->fn_run.load(std::memory_order_acquire);
-    scheduler_stats::worker x;
-    x.tasks = w->tasks.load(std::memory_order_relaxed);
-    x.busy_ns = w->busy.load(std::memory_order_relaxed);
-    x.steals = w->steals.load(std::memory_order_relaxed);
-    x.steal_attempts = w->steal_attempts.load(std::memory_order_relaxed);
-    x.steals_remote = w->steals_remote.load(std::memory_order_relaxed);
-    x.steals_same_node = x.steals - std::min(x.steals, x.steals_remote);
-    x.node = w->node;
-    x.hinted_bytes = w->hinted_bytes.load(std::memory_order_relaxed);
-    x.remote_bytes = w->remote_bytes.load(std::memory_order_relaxed);
-    s.workers.push_back(x);
-  }
-  return s;
-}
+scheduler_stats steal_scheduler::stats() const { return p_->sc.read(p_->workers); }
 
-void steal_scheduler::reset_stats() {
-  p_->ext_submitted.store(0, std::memory_order_relaxed);
-  p_->pfors.store(0, std::memory_order_relaxed);
-  p_->pfors_inline.store(0, std::memory_order_relaxed);
-  p_->wakeups.store(0, std::memory_order_relaxed);
-  for (auto& w : p_->workers) {
-    w->tasks.store(0, std::memory_order_relaxed);
-    w->busy.store(0, std::memory_order_relaxed);
-    w->steals.store(0, std::memory_order_relaxed);
-    w->steal_attempts.store(0, std::memory_order_relaxed);
-    w->fn_run.store(0, std::memory_order_relaxed);
-    w->submitted.store(0, std::memory_order_relaxed);
-    w->steals_remote.store(0, std::memory_order_relaxed);
-    w->hinted_bytes.store(0, std::memory_order_relaxed);
-    w->remote_bytes.store(0, std::memory_order_relaxed);
-  }
-}
+void steal_scheduler::reset_stats() { p_->sc.reset(p_->workers); }
 
 const topology& steal_scheduler::topo() const noexcept { return p_->topo; }
 

@@ -1,11 +1,16 @@
 #pragma once
 // Internal pieces shared by the steal and deal schedulers: futex sleeping,
-// a per-thread cache of task objects, and the state of a parallel_for.
+// a per-thread cache of task objects, the state of a parallel_for, the
+// counters behind `stats()` and the parts of parallel_for both run alike.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <span>
+#include <vector>
+
+#include <sinew/scheduler.hpp>
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/function_ref.hpp>
@@ -118,12 +123,17 @@ struct task_cache {
 // announced on scheduler-owned futex words rather than on the loop itself.
 struct loop_ctx {
   loop_ctx(function_ref<void(std::size_t, std::size_t)> bd, std::size_t g, std::size_t n)
-      : body(bd), grain(g), remaining(n) {}
+      : body(bd), grain(g), remaining(n), n(n) {}
   function_ref<void(std::size_t, std::size_t)> body;
   std::size_t grain;
   std::atomic<std::size_t> remaining;
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // written once, by whoever set `failed`
+  // D of the loop's locality hint (parallel_for_at; empty: none) and its
+  // sum over the n elements: a block [b, e) reads (e - b) / n of it.
+  std::span<const std::uint64_t> D{};
+  std::uint64_t total = 0;
+  std::size_t n = 0;
 
   // Runs body(b, e), keeping the first exception. Returns true when this
   // block finished the loop (nothing may touch the loop_ctx after that).
@@ -160,6 +170,105 @@ inline bool dispatch_inline(loop_ctx& L, std::size_t n, std::size_t workers, std
   L.run_leaf(0, L.grain);
   b = L.grain;
   return (now_ns() - t0) * (chunks - 1) < inline_ns;
+}
+
+// Counters of one worker: written by it, read and reset by anyone.
+struct worker_counters {
+  alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
+      steal_attempts{0}, hinted_bytes{0}, remote_bytes{0}, fn_run{0}, submitted{0};
+
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
+    c.fetch_add(v, std::memory_order_relaxed);
+  }
+  // A task with D (sum `total`) ran on `node`: what it read, and from afar.
+  void count_bytes(std::span<const std::uint64_t> D, std::uint64_t total, int node) noexcept {
+    add(hinted_bytes, total);
+    add(remote_bytes, total - D[std::size_t(node)]);
+  }
+  // Block [b, e) of a hinted loop ran on `node`: its share of the loop's D.
+  void count_block(const loop_ctx& L, std::size_t b, std::size_t e, int node) noexcept {
+    if (L.total == 0) return;
+    using u128 = unsigned __int128;
+    const auto share = [&](std::uint64_t x) { return std::uint64_t(u128(x) * (e - b) / L.n); };
+    const std::uint64_t h = share(L.total);
+    add(hinted_bytes, h);
+    add(remote_bytes, h - std::min(h, share(L.D[std::size_t(node)])));
+  }
+  scheduler_stats::worker read(int node) const noexcept {
+    scheduler_stats::worker x;
+    x.tasks = tasks.load(std::memory_order_relaxed);
+    x.busy_ns = busy.load(std::memory_order_relaxed);
+    x.steals_same_node = steals_same.load(std::memory_order_relaxed);
+    x.steals_remote = steals_remote.load(std::memory_order_relaxed);
+    x.steals = x.steals_same_node + x.steals_remote;
+    x.steal_attempts = steal_attempts.load(std::memory_order_relaxed);
+    x.node = node;
+    x.hinted_bytes = hinted_bytes.load(std::memory_order_relaxed);
+    x.remote_bytes = remote_bytes.load(std::memory_order_relaxed);
+    return x;
+  }
+  void reset() noexcept {
+    for (auto* a : {&tasks, &busy, &steals_same, &steals_remote, &steal_attempts, &hinted_bytes, &remote_bytes,
+                    &fn_run, &submitted})
+      a->store(0, std::memory_order_relaxed);
+  }
+};
+
+// Counters of the scheduler as a whole.
+struct scheduler_counters {
+  alignas(64) std::atomic<std::uint64_t> ext_submitted{0}, pfors{0}, pfors_inline{0}, wakeups{0};
+
+  void count_wakes(int k) noexcept {
+    if (k > 0) wakeups.fetch_add(std::uint64_t(k), std::memory_order_relaxed);
+  }
+  // stats() of a scheduler whose workers (pointers to a type derived from
+  // worker_counters, with a `node`) are `ws`.
+  template <class Workers>
+  scheduler_stats read(const Workers& ws) const {
+    scheduler_stats s;
+    s.tasks_submitted = ext_submitted.load(std::memory_order_relaxed);
+    s.parallel_fors = pfors.load(std::memory_order_relaxed);
+    s.parallel_fors_inline = pfors_inline.load(std::memory_order_relaxed);
+    s.wakeups = wakeups.load(std::memory_order_relaxed);
+    s.workers.reserve(ws.size());
+    for (const auto& w : ws) {
+      s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
+      s.tasks_run += w->fn_run.load(std::memory_order_acquire);
+      s.workers.push_back(w->read(w->node));
+    }
+    return s;
+  }
+  template <class Workers>
+  void reset(Workers& ws) noexcept {
+    for (auto* a : {&ext_submitted, &pfors, &pfors_inline, &wakeups}) a->store(0, std::memory_order_relaxed);
+    for (auto& w : ws) w->reset();
+  }
+};
+
+// The start of parallel_for in both policies: counts it and decides
+// whether the caller runs the loop alone (map dispatch's inline test over
+// `workers` workers); if so runs it, counting one task and its time for a
+// calling worker `w` (null: an outside thread) on `node`, and returns true.
+// Otherwise `b` is where the loop's segments start.
+template <class Worker>
+bool begin_loop(scheduler_counters& sc, loop_ctx& L, std::size_t n, std::size_t workers, Worker* w, int node,
+                std::size_t& b, bool allow_inline = true) noexcept {
+  sc.pfors.fetch_add(1, std::memory_order_relaxed);
+  b = 0;
+  if (!allow_inline) return false;
+  const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
+  if (!dispatch_inline(L, n, workers, b)) {
+    if (w && b) w->count_block(L, 0, b, node);  // the probed first chunk
+    return false;
+  }
+  L.run_inline(b, n);
+  sc.pfors_inline.fetch_add(1, std::memory_order_relaxed);
+  if (w) {
+    w->tasks.fetch_add(1, std::memory_order_relaxed);
+    if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    w->count_block(L, 0, n, node);
+  }
+  return true;
 }
 
 }  // namespace sinew::detail::workers

@@ -72,14 +72,20 @@ TEST_CASE("deal_scheduler: choose_node follows Algorithm 1", "[deal]") {
     CHECK(s.choose_node(D4{3 * MiB, 0, 0, 2 * MiB}, 3) == 0);
     CHECK(s.choose_node(D4{3 * MiB, 0, 2 * MiB, 2 * MiB}, 0) == 2);
   }
-  SECTION("ties: the local node if among the cheapest, else the lowest index") {
-    // D = {X, 0, X, 0}: costs 40X, 40X, 40X, 60X
+  SECTION("ties: the node holding most of D, then the local node, then the lowest index") {
+    // D = {X, 0, X, 0}: costs 40X, 40X, 40X, 60X; node 1 holds nothing
+    // (all of D remote), nodes 0 and 2 half of it.
     const D4 d{2 * MiB, 0, 2 * MiB, 0};
-    CHECK(s.choose_node(d, 1) == 1);
+    CHECK(s.choose_node(d, 1) == 0);
     CHECK(s.choose_node(d, 2) == 2);
     CHECK(s.choose_node(d, 3) == 0);
-    // D = {X, 0, 0, X}: all four cost 50X
-    for (int local = 0; local < 4; ++local) CHECK(s.choose_node(D4{MiB, 0, 0, MiB}, local) == local);
+    // D = {X, 0, 0, X}: all four cost 50X; nodes 0 and 3 hold X
+    CHECK(s.choose_node(D4{MiB, 0, 0, MiB}, 0) == 0);
+    CHECK(s.choose_node(D4{MiB, 0, 0, MiB}, 1) == 0);
+    CHECK(s.choose_node(D4{MiB, 0, 0, MiB}, 2) == 0);
+    CHECK(s.choose_node(D4{MiB, 0, 0, MiB}, 3) == 3);
+    // D = {2, 0, 1, 0} costs 50, 60, 70, 100
+    CHECK(s.choose_node(D4{2 * MiB, 0, MiB, 0}, 2) == 0);
   }
   SECTION("bad arguments") {
     CHECK_THROWS_AS(s.choose_node(D4{1, 2, 3}, 0), sinew::error);

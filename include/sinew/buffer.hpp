@@ -55,6 +55,14 @@ class buffer {
   bool external() const noexcept { return pool_ == nullptr; }
   /// NUMA node holding the pages, -1 when unknown or spread (see placement).
   int numa_node() const noexcept { return numa_node_; }
+  /// Pages spread round-robin over `placed_nodes()` nodes (the `fine`
+  /// policy): the node of page 0, else -1. `sinew::record_placement` sets it
+  /// with `numa_node()`; a buffer handed out again by the pool has neither.
+  int interleave_first() const noexcept { return interleave_first_; }
+  /// Nodes of the topology the placement was made for (0: never placed).
+  unsigned placed_nodes() const noexcept { return placed_nodes_; }
+  /// Page size of the placement (0: never placed).
+  std::size_t placed_page_size() const noexcept { return placed_page_; }
   std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
   /// The attached hook, or null.
   buffer_hook* hook() const noexcept { return hook_.load(std::memory_order_acquire); }
@@ -70,6 +78,8 @@ class buffer {
  private:
   friend class buffer_ref;
   friend class buffer_pool;
+  friend void record_placement(buffer& b, int node, int interleave_first, unsigned nodes,
+                               std::size_t page_size) noexcept;
   buffer() = default;
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept;
@@ -78,6 +88,9 @@ class buffer {
   std::atomic<std::uint32_t> refs_{0};
   std::atomic<buffer_hook*> hook_{nullptr};
   int numa_node_ = -1;
+  int interleave_first_ = -1;
+  unsigned placed_nodes_ = 0;
+  std::size_t placed_page_ = 0;
   void* data_ = nullptr;
   std::size_t count_ = 0;
   std::size_t capacity_ = 0;
@@ -85,6 +98,13 @@ class buffer {
   buffer_pool* pool_ = nullptr;  // null: external memory, header deleted on release
   unsigned size_class_ = 0;
 };
+
+/// Records where the pages of `b` are (what `placer::place_buffer` decided):
+/// all on `node` (>= 0), or round-robin from `interleave_first` (>= 0) over
+/// `nodes` nodes; both -1: unknown. Read back through `numa_node()` and
+/// `interleave_first()`; the schedulers compute D of a task's `reads` from it.
+void record_placement(buffer& b, int node, int interleave_first, unsigned nodes,
+                      std::size_t page_size) noexcept;
 
 /// Shared handle to a `buffer` (like `std::shared_ptr`, one word).
 class buffer_ref {

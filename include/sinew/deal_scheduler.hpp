@@ -144,6 +144,8 @@ class deal_scheduler final : public scheduler {
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
+  void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                       detail::function_ref<void(std::size_t, std::size_t)> body) override;
   /// Per worker: tasks, busy time, steals (same-node + remote, as in
   /// `deal_stats`), steal_attempts (looks at non-empty queues of other nodes
   /// of the vicinity: refused, lost or successful).
@@ -155,8 +157,8 @@ class deal_scheduler final : public scheduler {
   /// entry per node) submitted on node `local_node`: `local_node` unless
   /// `sum(D) > size_threshold` and `max(D) - min(D) > spread_tolerance *
   /// sum(D)`; then the node `i` with the least `sum_j D[j] * distance(i, j)`,
-  /// ties going to `local_node` if it is among the cheapest, else to the
-  /// lowest index. Throws `sinew::error` if `D.size() != nodes` or
+  /// ties going to the one holding the most of D (fewest remote bytes),
+  /// then to `local_node`, then to the lowest index. Throws `sinew::error` if `D.size() != nodes` or
   /// `local_node` is not a node.
   int choose_node(std::span<const std::uint64_t> D, int local_node) const;
   /// Algorithm 2's test: may a worker of `thief_node` take one task from
@@ -170,7 +172,8 @@ class deal_scheduler final : public scheduler {
   /// Node of worker `w` (w < concurrency()).
   int worker_node(unsigned w) const;
   /// Node of the calling thread if it is one of this scheduler's workers, else -1.
-  int current_node() const noexcept;
+  int current_node() const noexcept override;
+  const topology* numa_topology() const noexcept override { return &topo(); }
 
   struct impl;  // public name so the implementation's helpers can use it
 

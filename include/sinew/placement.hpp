@@ -27,10 +27,13 @@
 /// from the start of the buffer, i.e. the buffer starts on a page boundary.
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <sinew/buffer.hpp>
 #include <sinew/topology.hpp>
 
 namespace sinew {
@@ -175,6 +178,17 @@ std::size_t unknown_bytes(const page_map& map, std::size_t offset, std::size_t l
 /// \endcode
 page_map query_pages(const topology& t, const void* p, std::size_t bytes);
 
+/// Adds the bytes of `b` on each node to `D` (D of Algorithm 1 for a task
+/// reading `b`), from its recorded placement: all on `numa_node()`, or pages
+/// round-robin from `interleave_first()`. Unknown placement, or one made for
+/// another node count than `D.size()`, adds nothing. Returns the bytes added.
+///
+/// \code
+/// std::vector<std::uint64_t> D(4, 0);
+/// sinew::add_bytes_on_nodes(*b, D);   // b fine-placed over 4 nodes: ~bytes/4 each
+/// \endcode
+std::uint64_t add_bytes_on_nodes(const buffer& b, std::span<std::uint64_t> D) noexcept;
+
 class placer {
  public:
   /// `policy == automatic` needs `hint` with both counts > 0 (else throws
@@ -205,6 +219,22 @@ class placer {
   /// sinew::page_map m = coarse.bind(p, 1 << 20);   // bound to node 0 on a NUMA machine
   /// \endcode
   page_map bind(void* p, std::size_t bytes, int toucher_node = -1);
+  /// Places a buffer a graph stage is about to write (the engine calls it
+  /// for every output buffer of a stage that has a placement, see
+  /// `graph_options::placement`): `place(b.bytes(), toucher_node)`, then
+  /// the pages are bound as `bind()` would when `binds()` and the block
+  /// starts on a page (pool blocks of 64 KiB and more do), and the result is
+  /// recorded on the buffer (`record_placement`) so that the schedulers read
+  /// D from it. Returns the map.
+  ///
+  /// \code
+  /// sinew::placer coarse(sinew::topology::parse("4x4"), sinew::placement::coarse);
+  /// auto b = sinew::buffer_pool::global().acquire<float>(1 << 20);
+  /// coarse.place_buffer(*b);
+  /// b->numa_node();   // 0 (the next buffer: 1)
+  /// \endcode
+  page_map place_buffer(buffer& b, int toucher_node = -1);
+
   /// Whether `bind()` binds memory: a real (not synthetic) topology with more
   /// than one node, and libnuma usable on this machine.
   bool binds() const noexcept;

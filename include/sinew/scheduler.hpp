@@ -27,6 +27,8 @@
 
 namespace sinew {
 
+class topology;
+
 /// Where a task would best run: a NUMA node, or the buffers it reads (a
 /// NUMA-aware scheduler computes the node from where their pages are).
 struct locality_hint {
@@ -96,8 +98,29 @@ class scheduler {
   /// grain/2 unless n is. Exceptions from `body` propagate (the first wins).
   virtual void parallel_for(std::size_t n, std::size_t grain,
                             detail::function_ref<void(std::size_t, std::size_t)> body) = 0;
+  /// `parallel_for` over data whose placement `hint` describes (a graph's
+  /// map passes the buffers of the unit it splits). `deal` sends the blocks
+  /// to the node Algorithm 1 chooses for the whole loop's D; `steal` runs
+  /// them as `parallel_for` does and counts each block's share of D in
+  /// `hinted_bytes` / `remote_bytes`; the default (`tbb`) ignores the hint.
+  ///
+  /// \code
+  /// sinew::buffer_ref in[] = {x};                       // x placed by a placer
+  /// s.parallel_for_at({.reads = in}, n, 4096, [&](std::size_t b, std::size_t e) { f(b, e); });
+  /// \endcode
+  virtual void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                               detail::function_ref<void(std::size_t, std::size_t)> body) {
+    (void)hint;
+    parallel_for(n, grain, body);
+  }
   virtual scheduler_stats stats() const = 0;
   virtual void reset_stats() = 0;
+  /// NUMA node of the calling thread if it is one of this scheduler's
+  /// workers, else -1 (the `standard` placement's first-touch node).
+  virtual int current_node() const noexcept { return -1; }
+  /// The topology the workers are placed on (null: the policy knows no
+  /// nodes); a graph's placements use it, else `topology::current()`.
+  virtual const topology* numa_topology() const noexcept { return nullptr; }
 };
 
 /// The process-wide default scheduler: the policy named by the environment

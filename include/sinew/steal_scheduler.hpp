@@ -93,6 +93,8 @@ class steal_scheduler final : public scheduler {
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
+  void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                       detail::function_ref<void(std::size_t, std::size_t)> body) override;
   scheduler_stats stats() const override;
   void reset_stats() override;
 
@@ -101,7 +103,8 @@ class steal_scheduler final : public scheduler {
   /// Node of worker `w` (w < concurrency()).
   int worker_node(unsigned w) const;
   /// Node of the calling thread if it is one of this scheduler's workers, else -1.
-  int current_node() const noexcept;
+  int current_node() const noexcept override;
+  const topology* numa_topology() const noexcept override { return &topo(); }
 
   struct impl;  // public name so the implementation's helpers can use it
 

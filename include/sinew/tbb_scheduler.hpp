@@ -65,7 +65,8 @@ class tbb_scheduler final : public scheduler {
   /// Number of arenas (= nodes).
   std::size_t arenas() const noexcept;
   /// Node of the arena the calling thread is running a task of, else -1.
-  int current_node() const noexcept;
+  int current_node() const noexcept override;
+  const topology* numa_topology() const noexcept override { return &topo(); }
 
  private:
   struct impl;
