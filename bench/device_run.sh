@@ -2,7 +2,7 @@
 # Runs on the 16-core device machine (one H200 or H100; its OpenCL loader
 # lists PoCL and NVIDIA CUDA). Binaries are built here and carried.
 #   bash bench/device_run.sh prepare            # here: from build-lead/ (Release) and build-fuzz/ (make fuzz)
-#   bash dev-carry/run.sh devices|schedulers|fuzz|e2e   # on the device, dev-carry carried; results in $OUT
+#   bash dev-carry/run.sh devices|schedulers|fuzz|e2e|opencl   # on the device, dev-carry carried; results in $OUT
 set -uo pipefail
 if [ "${1:-}" = prepare ]; then
   B=${BUILD:-build-lead}
@@ -84,5 +84,21 @@ case "${1:-}" in
     group 16core-e2e-queue 100 ./sinew-bench queue_handoff
     [ -x ./sinew-bench-starpu ] && group 16core-e2e-starpu 80 ./sinew-bench-starpu starpu_series starpu_saxpy
     tar czf "$OUT/e2e-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
-  *) echo "usage: run.sh devices|schedulers|fuzz|e2e" >&2; exit 2 ;;
+  opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min;
+           # one tarball $OUT/opencl-16core.tar.gz (unpack into bench/results/)
+    export SINEW_KERNELS_DIR=$root/graphs/kernels
+    stem=$(date -u +%F)-16core-opencl; d=$OUT/$stem && mkdir -p "$d"
+    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
+    one() {  # one NAME SECONDS: one benchmark, JSON and text in $d
+      timeout "$2" ./sinew-bench "$1" --json "$d/$1.json" > "$d/$1.txt" 2>&1
+      echo "$1 rc=$?" >> "$d/$1.txt"
+    }
+    one multidevice_unbalanced 200
+    one multidevice_series 90
+    one multidevice_saxpy 60
+    one cpp_vs_opencl_cpu 120
+    one opencl_leaves 60
+    grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
+    tar czf "$OUT/opencl-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
+  *) echo "usage: run.sh devices|schedulers|fuzz|e2e|opencl" >&2; exit 2 ;;
 esac
