@@ -148,7 +148,7 @@ balance_policy balance_at(const json_cursor& c) {
 }  // namespace
 
 built opencl_map_at(const json_cursor& c, const flow& in, graph_file_state& s) {
-  c.expect_object({"map", "devices", "balance", "reference", "name", "capacity"});
+  c.expect_object({"map", "devices", "balance", "reference", "name", "capacity", "placement"});
   opencl::kernel_spec k = spec_at(c.at("map"), s);
 
   // "devices": a selection string, or a list of them where "host" is the

@@ -13,6 +13,7 @@
 #include <sinew/graph_file.hpp>
 #include <sinew/io/generator.hpp>
 #include <sinew/kernel_registry.hpp>
+#include <sinew/placement.hpp>
 
 namespace sinew::detail {
 
@@ -34,6 +35,7 @@ struct graph_file_state {
   std::size_t capacity = 0;
   unsigned batch = 256;
   std::size_t memory_limit = 0;  ///< bytes; 0 = none
+  std::optional<sinew::placement> placement;  ///< top-level "placement" (graph_options::placement)
 
   // "source"
   source_kind skind = source_kind::generator;

@@ -485,7 +485,8 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
       for (const auto& p : spec->entry_pipelines) insert_pipeline_layers(*p, u->in(), *u);
       exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get()};
       if (place && !spec->in_place)
-        place->place(u->out(), run->sched->current_node(), chunks.load(std::memory_order_relaxed) != 0);
+        place->place(u->out(), run->sched->current_node(),
+                     chunks.load(std::memory_order_relaxed) > units.load(std::memory_order_relaxed));
       input_scope placed_input(&u->in());
       // An async stage's unit may leave later from another thread (a
       // distributed farm's unit on another process): the slot reserved in
@@ -595,7 +596,7 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
   std::size_t n = specs.size();
   std::optional<topology> tp;  // read once, only when a stage places its buffers
   auto topo = [&]() -> const topology& {
-    if (!tp) tp = topology::current();
+    if (!tp) tp = sched->numa_topology() ? *sched->numa_topology() : topology::current();
     return *tp;
   };
   for (std::size_t i = 0; i <= n; ++i) {

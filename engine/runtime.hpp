@@ -154,7 +154,8 @@ struct stage_placement {
   sinew::placement policy;
   std::unique_ptr<placer> by_policy[3];  // standard, fine, coarse
   /// Places the pooled buffers of `out` (caller-owned ones are left
-  /// alone); `split`: the stage has split units into chunks.
+  /// alone); `split`: the stage has split its units into more than one
+  /// chunk each on average so far.
   void place(layer& out, int toucher_node, bool split);
 };
 

@@ -40,6 +40,7 @@ void node_impl::compile_stream(stream_compiler& c, const std::string& path) cons
   s.exec = compile_inline(path);
   s.in_place = in_place();
   s.capacity = capacity;
+  s.placement = placement_policy;
   c.stages.push_back(std::move(s));
 }
 

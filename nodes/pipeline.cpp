@@ -63,6 +63,7 @@ class pipeline_node final : public node_impl {
     std::size_t first = c.stages.size();
     for (std::size_t i = 0; i < c_.size(); ++i) c_[i]->compile_stream(c, child_path(path, i));
     if (c.stages.size() == first) return;
+    inherit_placement(c, first);
     auto& s = c.stages[first];
     if (has_intermediates()) s.entry_pipelines.insert(s.entry_pipelines.begin(), self());
     if (capacity) s.capacity = capacity;

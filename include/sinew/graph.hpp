@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -53,6 +54,22 @@ struct graph_options {
   /// `latency_every` (rounded up to a power of two; 1 = every unit, 0 =
   /// none): two clock reads per timed unit.
   unsigned latency_every = 16;
+  /// NUMA placement of the buffers every stage writes (its output layers;
+  /// seed 000 paper 1, Tables 1-3) over the scheduler's topology
+  /// (`scheduler::numa_topology()`, else `topology::current()`), unless the
+  /// stage's node says otherwise (`node::placement`). Unset: buffers are not
+  /// placed (first touch, no recorded node). Maps over placed data pass it
+  /// to the scheduler (`parallel_for_at`): `deal` runs their chunks on the
+  /// data's node. `automatic` applies Table 3 per unit: allocations = the
+  /// stage's output buffers, tasks = many once the stage has split a unit
+  /// into more than one chunk each so far (one before).
+  ///
+  /// \code
+  /// sinew::deal_scheduler s;
+  /// sinew::graph g(sinew::pipeline(sinew::map<A>(), sinew::map<B>()),
+  ///                {.scheduler = &s, .placement = sinew::placement::coarse});
+  /// \endcode
+  std::optional<sinew::placement> placement{};
 };
 
 /// Per stage counters of one run.
