@@ -93,8 +93,25 @@ void run_future::get() {
   });
   std::exception_ptr e;
   {
+    // The caller gets an exception object of its own, made under err_m:
+    // the run's object dies with the run, on whichever worker drops the run
+    // last, and the reference counts that order that (the exception's, and
+    // the message's copy-on-write string in std::runtime_error) live in
+    // libstdc++, which ThreadSanitizer does not see: it reported races on
+    // the vptr and on the message. So no copy constructor: fresh objects.
     std::lock_guard<std::mutex> lk(s_->err_m);
-    e = s_->error;
+    if (s_->error) {
+      try {
+        std::rethrow_exception(s_->error);
+      } catch (const cancelled&) {
+        e = std::make_exception_ptr(cancelled());
+      } catch (const node_error& x) {
+        std::string what(x.what());  // "<path>: <message>" (node_error's constructor)
+        e = std::make_exception_ptr(node_error(x.path(), what.substr(x.path().size() + 2), x.cause()));
+      } catch (...) {
+        e = std::current_exception();
+      }
+    }
   }
   if (e) std::rethrow_exception(e);
 }

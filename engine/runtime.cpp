@@ -633,6 +633,10 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
 }
 
 run_state::~run_state() {
+  {
+    std::lock_guard<std::mutex> lk(err_m);  // after any run_future::get() copied the error (graph.cpp)
+    error = nullptr;
+  }
   if (trace_live.exchange(false)) tr->run_ended();
   if (source_thread.joinable()) {
     if (source_thread.get_id() == std::this_thread::get_id()) source_thread.detach();
