@@ -503,6 +503,19 @@ TEST_CASE("group measured policy keeps the fastest median order beyond noise, el
   CHECK(P::median({4, 1, 2, 3}) == 2.5);
   CHECK(P::median({}) == 0);
   CHECK(P::spread({10, 10, 10, 1000}) == 0);  // one outlier does not count as noise
+
+  // A group's times as a worker collects them: calls of one loop in one position add up.
+  detail::group_sample t;
+  t.add(&a, 1, 0, 1, 300);
+  t.add(&a, 1, 0, 1, 200);
+  t.add(&b, 2, 2, 0, 70);
+  P r;
+  r.add_group(t);
+  REQUIRE(r.sites().size() == 2);
+  CHECK(r.groups() == 1);
+  CHECK(r.sites()[0].ns[1] == std::vector<std::uint64_t>{500});
+  CHECK(r.sites()[1].ns[0] == std::vector<std::uint64_t>{70});
+  CHECK(r.sites()[1].declared == 2);
 }
 
 TEST_CASE("group measured policy calibrates on the first groups and then runs the decided order", "[group]") {

@@ -327,6 +327,7 @@ class group {
     bool calibrating = false;            ///< time each loop (this group is a sample)
     unsigned sample = 0;                 ///< index of this calibration group
     std::size_t unroll_limit = 0;        ///< see group_options::unroll_limit
+    detail::group_sample* times = nullptr;  ///< calibrating: this group's loop times
   };
   group(const detail::group_launch& L, std::size_t linear_group, detail::group_arena& a, const mode& m)
       : L_(&L), arena_(&a), mode_(m) {
@@ -526,7 +527,7 @@ class group {
     run(pos);
     if (mode_.calibrating) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
-      mode_.plan->record(key, unsigned(D), rule, pos, std::uint64_t(ns.count()) + 1);
+      mode_.times->add(key, unsigned(D), rule, pos, std::uint64_t(ns.count()) + 1);
     }
   }
 
@@ -639,7 +640,7 @@ class group_exec final : public executable {
 
     group::mode m{o_.order, o_.order == order_policy::measured ? &plan_ : nullptr, false, 0, o_.unroll_limit};
     std::size_t start = 0;
-    if (o_.order == order_policy::measured && !plan_.decided()) start = calibrate(L, views, total, m);
+    if (o_.order == order_policy::measured && !plan_.decided()) start = calibrate(L, views, total, m, a.sched);
     if (start == total) return;
     if (o_.order == order_policy::measured && !plan_.decided()) m.plan = nullptr;  // another run calibrates
 
@@ -663,31 +664,53 @@ class group_exec final : public executable {
 
  private:
   template <class Views>
-  /// Runs the unit's first groups as calibration groups, serially; returns
-  /// how many it ran. The first group of each unit runs untimed in the
-  /// declared order (cold caches, first touch of the arena and the data);
-  /// then groups are timed, candidates taking turns, until
-  /// `3 * calibration_rounds` groups are timed and their samples are settled
-  /// (group_plan::settled), or `extend_factor` times as many when they stay
-  /// noisy. Calibration may span several units; it decides once.
-  std::size_t calibrate(const group_launch& L, const Views& views, std::size_t total, group::mode m) {
-    std::lock_guard<std::mutex> lk(plan_.calibration);
-    if (plan_.decided()) return 0;
+  /// Runs the unit's first groups as calibration groups; returns how many it
+  /// ran. The first group of each unit runs untimed in the declared order
+  /// (cold caches, first touch of the arena and the data). Then groups are
+  /// timed, candidates taking turns, until `3 * calibration_rounds` groups
+  /// are timed and their samples are settled (group_plan::settled), or
+  /// `extend_factor` times as many while they stay noisy. The timed groups
+  /// run in parallel on the scheduler's workers, as the groups after them
+  /// will: a loop bound by memory bandwidth is timed under the same
+  /// contention it meets afterwards (timed one at a time on one core, the
+  /// tree reduction's orders looked alike while in parallel depth-first was
+  /// 1.3x faster on 2 cores). Calibration may span several units and
+  /// decides once; a unit that finds it in progress (another thread, or a
+  /// task this thread picked up while waiting) runs the declared order.
+  std::size_t calibrate(const group_launch& L, const Views& views, std::size_t total, group::mode m,
+                        scheduler* sched) {
+    std::unique_lock<std::mutex> lk(plan_.calibration, std::try_to_lock);
+    if (!lk.owns_lock() || plan_.decided()) return 0;
     const std::size_t want = std::size_t(group_plan::candidates) * (o_.calibration_rounds ? o_.calibration_rounds : 1);
     const std::size_t cap = want * group_plan::extend_factor;
     auto done = [&] { return plan_.groups() >= cap || (plan_.groups() >= want && plan_.settled()); };
-    arena_lease lease;
     std::size_t gi = 0;
     if (total >= 2) {
+      arena_lease lease;
       group::mode warm = m;
       warm.plan = nullptr;  // declared order, not timed
       run_group(L, gi++, lease.get(), warm, views);
     }
-    m.calibrating = true;
-    for (; gi < total && !done(); ++gi) {
-      m.sample = unsigned(plan_.groups());
-      run_group(L, gi, lease.get(), m, views);
-      plan_.end_group();
+    while (gi < total && !done()) {
+      // Up to the planned count, then 6 more at a time (every candidate of
+      // 1- and 2-deep loops gets the same number of new samples).
+      const std::size_t step = plan_.groups() < want ? want - plan_.groups() : 2 * group_plan::candidates;
+      const std::size_t b = std::min(total - gi, step), first = gi, base = plan_.groups();
+      auto body = [&](std::size_t lo, std::size_t hi) {
+        arena_lease lease;
+        for (std::size_t i = lo; i < hi; ++i) {
+          group_sample times;
+          group::mode c = m;
+          c.calibrating = true;
+          c.sample = unsigned(base + i);
+          c.times = &times;
+          run_group(L, first + i, lease.get(), c, views);
+          plan_.add_group(times);
+        }
+      };
+      if (sched && b > 1) sched->parallel_for(b, 1, body);
+      else body(0, b);
+      gi += b;
     }
     if (done()) plan_.decide();
     return gi;

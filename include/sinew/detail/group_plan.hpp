@@ -1,6 +1,7 @@
 #pragma once
 /// \file group_plan.hpp
-/// The measured order policy of a group kernel. Calibration groups run every
+/// The measured order policy of a group kernel. Calibration groups (run in
+/// parallel, each on one worker, as the groups after them) run every
 /// loop of the kernel in each candidate position of the work-item loop
 /// (outside the nest, between its levels, innermost), the candidates taking
 /// turns group by group, and each loop's time is recorded per group. Once
@@ -28,6 +29,31 @@
 #include <vector>
 
 namespace sinew::detail {
+
+/// The loop times of one calibration group (each loop summed over its
+/// calls in the group), filled while the group runs on some worker.
+///
+/// \code
+/// sinew::detail::group_sample t;
+/// t.add(key, 1, 0, 1, 800);   // loop `key`, depth 1, declared 0, run at position 1: 800 ns
+/// plan.add_group(t);
+/// \endcode
+struct group_sample {
+  struct entry {
+    const void* key;
+    unsigned depth, declared, pos;
+    std::uint64_t ns;
+  };
+  std::vector<entry> loops;
+  void add(const void* key, unsigned depth, unsigned declared, unsigned pos, std::uint64_t ns) {
+    for (entry& e : loops)
+      if (e.key == key && e.pos == pos) {
+        e.ns += ns;
+        return;
+      }
+    loops.push_back({key, depth, declared, pos, ns});
+  }
+};
 
 class group_plan {
  public:
@@ -72,6 +98,12 @@ class group_plan {
     ++groups_;
   }
   std::size_t groups() const noexcept { return groups_; }
+  /// One calibration group's times (thread-safe: groups calibrate in parallel).
+  void add_group(const group_sample& t) {
+    std::lock_guard<std::mutex> lk(add_);
+    for (const group_sample::entry& e : t.loops) record(e.key, e.depth, e.declared, e.pos, e.ns);
+    end_group();
+  }
 
   /// Median of `v` (0 when empty).
   static double median(std::vector<std::uint64_t> v) {
@@ -150,6 +182,7 @@ class group_plan {
   }
   std::vector<site> sites_;
   std::size_t groups_ = 0;
+  std::mutex add_;
   std::atomic<bool> decided_{false};
 };
 
