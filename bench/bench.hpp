@@ -126,6 +126,20 @@ class context {
   /// reference stays valid for the whole benchmark. A variant excluded by
   /// --variant is not run: its series has no samples (stats.n == 0).
   const series& measure(const variant& v);
+  /// Several variants measured together: warm-up run(s) of each, then
+  /// `reps()` rounds that run every variant once, the order rotating from
+  /// round to round. Slow drifts of the machine (other load, clock
+  /// frequency) then hit all variants alike, and `seconds[i]` of the
+  /// returned series are paired: all from round i (compare them round by
+  /// round). Variants excluded by --variant are not run (empty series).
+  ///
+  /// \code
+  /// auto s = ctx.measure_interleaved({va, vb});
+  /// std::vector<double> r;
+  /// for (std::size_t i = 0; i < s[0]->seconds.size(); ++i) r.push_back(s[0]->seconds[i] / s[1]->seconds[i]);
+  /// ctx.ratio("a_over_b", sinew_bench::summarize(r).median, 1.0, sinew_bench::lower);
+  /// \endcode
+  std::vector<const series*> measure_interleaved(const std::vector<variant>& vs);
   /// One comparison; printed as a RATIO line after the table (dropped when
   /// --variant excluded some variants).
   void ratio(const std::string& name, double value, double target, direction better,

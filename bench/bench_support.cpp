@@ -100,6 +100,57 @@ const series& context::measure(const variant& v) {
   return r_.measurements.back();
 }
 
+std::vector<const series*> context::measure_interleaved(const std::vector<variant>& vs) {
+  const bool progress = isatty(2);
+  std::vector<series> ss(vs.size());
+  std::vector<bool> on(vs.size());
+  std::vector<std::string> first_error(vs.size());
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    ss[i].name = vs[i].name;
+    ss[i].unit = vs[i].unit;
+    ss[i].note = vs[i].note;
+    ss[i].better = vs[i].better;
+    on[i] = cfg_.variant_filter.empty() || vs[i].name.find(cfg_.variant_filter) != std::string::npos;
+    if (!on[i]) {
+      skipped_ = true;
+      ss[i].note = "skipped (--variant)";
+    }
+  }
+  auto one = [&](std::size_t i, bool timed) {
+    const variant& v = vs[i];
+    if (v.setup) v.setup();
+    double t0 = now_seconds();
+    v.run();
+    double t1 = now_seconds();
+    if (timed) ss[i].seconds.push_back(t1 - t0);
+    if (v.check && first_error[i].empty()) first_error[i] = v.check();
+  };
+  for (std::size_t i = 0; i < vs.size(); ++i)
+    if (on[i]) {
+      if (progress) std::fprintf(stderr, "\r\033[K  [%s] %s: warm-up", r_.name.c_str(), vs[i].name.c_str());
+      for (int w = 0; w < cfg_.warmup; ++w) one(i, false);
+    }
+  for (int r = 0; r < cfg_.reps; ++r) {
+    if (progress) std::fprintf(stderr, "\r\033[K  [%s] %zu variants: round %d/%d", r_.name.c_str(), vs.size(), r + 1, cfg_.reps);
+    for (std::size_t j = 0; j < vs.size(); ++j) {
+      std::size_t i = (j + std::size_t(r)) % vs.size();
+      if (on[i]) one(i, true);
+    }
+  }
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  std::vector<const series*> out;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    series& s = ss[i];
+    for (double t : s.seconds) s.samples.push_back(vs[i].to_metric ? vs[i].to_metric(t) : t);
+    s.stats = summarize(s.samples);
+    s.time = summarize(s.seconds);
+    if (!first_error[i].empty()) error(vs[i].name + ": " + first_error[i]);
+    r_.measurements.push_back(std::move(s));
+    out.push_back(&r_.measurements.back());
+  }
+  return out;
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -9,7 +9,11 @@
 //   group_leaves.<k>.chosen_over_worse  chosen-order time / slower of DF and BF (<= 1 + noise)
 //   group_leaves.<k>.other_over_chosen  the order not chosen / the chosen one (how much it wins)
 //   group_leaves.<k>.measured_over_best measured-order time / faster of DF and BF
-// (all from each variant's fastest run).
+// The variants of a kernel run interleaved (each round runs every variant
+// once); each ratio is the median of the round-by-round ratios, and its
+// info gives their middle half (the noise). A note per kernel gives the
+// paired ratio of two variants running the same code (declared vs the
+// forced order the rule picks): the noise floor of the machine.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -70,48 +74,88 @@ const char* order_name(sinew::item_order o) {
   return o == sinew::item_order::depth_first ? "depth-first" : "breadth-first";
 }
 
+/// Quantile q of `v` (nearest rank).
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::size_t(q * double(v.size() - 1) + 0.5)];
+}
+
+/// Round-by-round ratio a[i] / b[i] of two interleaved series.
+std::vector<double> paired(const sb::series& a, const sb::series& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < std::min(a.seconds.size(), b.seconds.size()); ++i) r.push_back(a.seconds[i] / b.seconds[i]);
+  return r;
+}
+
+/// "median of 15 paired rounds, middle half 0.97-1.02".
+std::string spread_info(const std::vector<double>& r) {
+  return "median of " + std::to_string(r.size()) + " paired rounds, middle half " + sb::format_double(quantile(r, 0.25), 3) +
+         "-" + sb::format_double(quantile(r, 0.75), 3);
+}
+
 void measure_case(sb::context& ctx, kernel_case& kc) {
   auto ms = [](double s) { return s * 1e3; };
-  auto one = [&](const std::string& variant, order_policy p) -> const sb::series& {
+  auto leaf = [&](const std::string& variant, order_policy p) {
     auto g = std::make_shared<sinew::graph>(kc.leaf(p));
-    return ctx.measure({.name = kc.name + " " + variant,
-                        .unit = "ms",
-                        .better = sb::lower,
-                        .setup = kc.poison,
-                        .run = [&kc, g] { kc.run(*g); },
-                        .to_metric = ms,
-                        .check = kc.check,
-                        .note = ""});
-  };
-  const auto& chosen = one("group/declared (" + std::string(order_name(kc.rule)) + ")", order_policy::declared);
-  const auto& df = one("group/depth-first", order_policy::depth_first);
-  const auto& bf = one("group/breadth-first", order_policy::breadth_first);
-  const auto& measured = one("group/measured", order_policy::measured);
-  const sb::series* cl = nullptr;
-  if (kc.run_cl)
-    cl = &ctx.measure({.name = kc.name + " pocl",
+    return sb::variant{.name = kc.name + " " + variant,
                        .unit = "ms",
                        .better = sb::lower,
-                       .setup = kc.poison_cl,
-                       .run = kc.run_cl,
+                       .setup = kc.poison,
+                       .run = [&kc, g] { kc.run(*g); },
                        .to_metric = ms,
-                       .check = kc.check_cl,
-                       .note = "graphs/kernels, USE_HOST_PTR buffers"});
+                       .check = kc.check,
+                       .note = ""};
+  };
+  std::vector<sb::variant> vs{leaf("group/declared (" + std::string(order_name(kc.rule)) + ")", order_policy::declared),
+                              leaf("group/depth-first", order_policy::depth_first),
+                              leaf("group/breadth-first", order_policy::breadth_first),
+                              leaf("group/measured", order_policy::measured)};
+  if (kc.run_cl)
+    vs.push_back({.name = kc.name + " pocl",
+                  .unit = "ms",
+                  .better = sb::lower,
+                  .setup = kc.poison_cl,
+                  .run = kc.run_cl,
+                  .to_metric = ms,
+                  .check = kc.check_cl,
+                  .note = "graphs/kernels, USE_HOST_PTR buffers"});
+  // Interleaved rounds: every round runs each variant once, so the ratios
+  // below compare runs made moments apart (paired), and their spread over
+  // the rounds is the noise of the comparison.
+  auto s = ctx.measure_interleaved(vs);
+  const sb::series &chosen = *s[0], &df = *s[1], &bf = *s[2], &measured = *s[3];
+  const sb::series* cl = kc.run_cl ? s[4] : nullptr;
   if (chosen.stats.n == 0 || df.stats.n == 0 || bf.stats.n == 0) return;  // --variant filter: no ratios
-  // Fastest run of each variant: the variants of one kernel run the same
-  // code but at different moments, and the fastest run is the estimate
-  // least disturbed by other load on a shared machine.
-  double t_c = chosen.time.min, t_df = df.time.min, t_bf = bf.time.min;
-  double worse = std::max(t_df, t_bf), better = std::min(t_df, t_bf);
-  double other = kc.rule == sinew::item_order::depth_first ? t_bf : t_df;
+  const bool df_worse = df.time.median >= bf.time.median;  // the slower order, over all rounds
+  const sb::series& worse = df_worse ? df : bf;
+  const sb::series& better = df_worse ? bf : df;
+  const sb::series& same = kc.rule == sinew::item_order::depth_first ? df : bf;   // what the rule runs
+  const sb::series& other = kc.rule == sinew::item_order::depth_first ? bf : df;  // the order not chosen
   const std::string k = "group_leaves." + kc.name;
-  ctx.ratio(k + ".chosen_over_worse", t_c / worse, 1.05, sb::lower, "declared-order time / slower of DF and BF (fastest runs)");
-  ctx.ratio(k + ".other_over_chosen", other / t_c, 1.0, sb::higher,
-            std::string("order not chosen / chosen (") + order_name(kc.rule) + ")");
-  if (measured.stats.n) ctx.ratio(k + ".measured_over_best", measured.time.min / better, 1.10, sb::lower,
-                                  "measured-order time / faster of DF and BF (fastest runs)");
-  if (cl && cl->stats.n) ctx.ratio(k + ".pocl_over_group", cl->time.min / t_c, 1.0, sb::higher,
-                                   "PoCL kernel time / group leaf time, declared order (fastest runs)");
+  auto r = paired(chosen, worse);
+  ctx.ratio(k + ".chosen_over_worse", sb::summarize(r).median, 1.05, sb::lower,
+            std::string("declared-order time / slower order (") + (df_worse ? "depth-first" : "breadth-first") + "), " +
+                spread_info(r));
+  r = paired(other, chosen);
+  ctx.ratio(k + ".other_over_chosen", sb::summarize(r).median, 1.0, sb::higher,
+            std::string("order not chosen / chosen (") + order_name(kc.rule) + "), " + spread_info(r));
+  if (measured.stats.n) {
+    r = paired(measured, better);
+    ctx.ratio(k + ".measured_over_best", sb::summarize(r).median, 1.10, sb::lower,
+              std::string("measured-order time / faster order (") + (df_worse ? "breadth-first" : "depth-first") + "), " +
+                  spread_info(r));
+  }
+  if (cl && cl->stats.n) {
+    r = paired(*cl, chosen);
+    ctx.ratio(k + ".pocl_over_group", sb::summarize(r).median, 1.0, sb::higher,
+              "PoCL kernel time / group leaf time (declared order), " + spread_info(r));
+  }
+  // Noise floor: the declared variant runs the same positions as the forced
+  // order the rule picks, i.e. the same code; their paired ratio should be 1.
+  r = paired(chosen, same);
+  ctx.note(kc.name + ": same code (declared vs forced " + order_name(kc.rule) + ") paired ratio " +
+           sb::format_double(sb::summarize(r).median, 3) + ", " + spread_info(r));
 }
 
 /// "" if `got` holds the values of `want`, else where it differs.
@@ -243,9 +287,10 @@ void run(sb::context& ctx) {
     }
   }
   for (auto& kc : cases) measure_case(ctx, kc);
-  ctx.note("chosen = the order seed 002's rule picks from the declared strides; measured = the faster order timed "
-           "on the first 24 work-groups (calibration runs in the warm-up); PoCL runs on its own threads "
-           "(POCL_MAX_PTHREAD_COUNT limits them)");
+  ctx.note("chosen = the order seed 002's rule picks from the declared strides; measured = the order timed on the "
+           "first work-groups (24 or more, medians; calibration runs in the warm-up), kept only if it beats the declared "
+           "one by more than noise; variants run interleaved, ratios are medians of paired rounds; PoCL runs on its own "
+           "threads (POCL_MAX_PTHREAD_COUNT limits them)");
 }
 
 const sb::registrar reg("group_leaves",
