@@ -332,23 +332,9 @@ struct deal_scheduler::impl {
   // ------------------------------------------------------------ running
 
   void run_task(worker& w, task* t) noexcept {
-    const bool outer = w.depth == 0;
-    const std::uint64_t t0 = outer ? now_ns() : 0;
-    ++w.depth;
-    if (t->loop) {
-      run_block(w, t);
-      w.tasks.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
-      t->fn();  // noexcept context: a throwing submitted task terminates
-      t->fn = nullptr;  // release captures now
-      tl_cache.put(t);
-      w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
-      w.fn_run.fetch_add(1, std::memory_order_release);
-    }
-    --w.depth;
-    if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); });
   }
+
 
   // A block of a parallel_for: give away right halves (to this worker's
   // node queue) while longer than the grain, then run the leftmost part.
@@ -607,6 +593,20 @@ bool deal_scheduler::may_steal(int thief_node, int victim_node, std::size_t vict
       std::size_t(victim_node) >= p_->N)
     throw error("deal_scheduler::may_steal: node out of range");
   return p_->may_steal(thief_node, victim_node, victim_queue_len);
+}
+
+int deal_scheduler::find_victim(int thief_node, std::span<const std::size_t> queue_lens) const {
+  const impl& p = *p_;
+  if (thief_node < 0 || std::size_t(thief_node) >= p.N)
+    throw error("deal_scheduler::find_victim: node " + std::to_string(thief_node) + " is not a node");
+  if (queue_lens.size() != p.N)
+    throw error("deal_scheduler::find_victim: " + std::to_string(queue_lens.size()) + " queue lengths, topology has " +
+                std::to_string(p.N) + " nodes");
+  if (queue_lens[std::size_t(thief_node)] != 0) return thief_node;
+  // The order and test of impl::find_work.
+  for (int v : p.nodes[std::size_t(thief_node)]->steal_order)
+    if (p.may_steal(thief_node, v, queue_lens[std::size_t(v)])) return v;
+  return -1;
 }
 
 void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {

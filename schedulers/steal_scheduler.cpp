@@ -270,23 +270,9 @@ struct steal_scheduler::impl {
   // ------------------------------------------------------------ running
 
   void run_task(worker& w, task* t) noexcept {
-    const bool outer = w.depth == 0;
-    const std::uint64_t t0 = outer ? now_ns() : 0;
-    ++w.depth;
-    if (t->loop) {
-      run_block(w, t);
-      w.tasks.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
-      t->fn();  // noexcept context: a throwing submitted task terminates
-      t->fn = nullptr;  // release captures now, not when the object is reused
-      tl_cache.put(t);
-      w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
-      w.fn_run.fetch_add(1, std::memory_order_release);
-    }
-    --w.depth;
-    if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); });
   }
+
 
   // A block of a parallel_for: give away right halves while longer than the
   // grain, then run the leftmost part.

@@ -160,6 +160,31 @@ TEST_CASE("deal_scheduler: may_steal uses sizeof(Q_i) > distance(i, n) * C", "[d
   }
 }
 
+TEST_CASE("deal_scheduler: find_victim follows Algorithm 2's order and thresholds", "[deal]") {
+  using L = std::vector<std::size_t>;
+  deal_scheduler s(line4x4());  // thresholds: distance * 4 = 80 (1 hop), 120 (2), 160 (3)
+  // Own queue first, however short, and however long the others are.
+  CHECK(s.find_victim(0, L{1, 1000, 1000, 1000}) == 0);
+  // Nearest first: node 0 visits 1, 2, 3.
+  CHECK(s.find_victim(0, L{0, 81, 1000, 1000}) == 1);
+  CHECK(s.find_victim(0, L{0, 80, 121, 1000}) == 2);   // node 1 at its threshold: refused
+  CHECK(s.find_victim(0, L{0, 80, 120, 161}) == 3);
+  CHECK(s.find_victim(0, L{0, 80, 120, 160}) == -1);   // nothing above a threshold: back off
+  // Ties in distance by index: node 2 visits 1 and 3 (both 20), then 0.
+  CHECK(s.find_victim(2, L{1000, 81, 0, 81}) == 1);
+  CHECK(s.find_victim(2, L{1000, 80, 0, 81}) == 3);
+  CHECK(s.find_victim(2, L{121, 80, 0, 80}) == 0);
+  CHECK(s.find_victim(2, L{120, 80, 0, 80}) == -1);
+  // Vicinities: only the own group.
+  deal_options o;
+  o.vicinities = {{0, 1}, {2, 3}};
+  deal_scheduler v(line4x4(), o);
+  CHECK(v.find_victim(1, L{0, 0, 1000, 1000}) == -1);
+  CHECK(v.find_victim(1, L{81, 0, 1000, 1000}) == 0);
+  CHECK_THROWS_AS(s.find_victim(0, L{0, 0, 0}), sinew::error);
+  CHECK_THROWS_AS(s.find_victim(4, L{0, 0, 0, 0}), sinew::error);
+}
+
 TEST_CASE("deal_scheduler: vicinities restrict stealing to a group", "[deal]") {
   deal_options o;
   o.vicinities = {{0, 1}, {2, 3}};

@@ -166,6 +166,17 @@ class deal_scheduler final : public scheduler {
   /// non-empty. Another node: when in the same vicinity and
   /// `victim_queue_len > distance(victim_node, thief_node) * cores_per_node`.
   bool may_steal(int thief_node, int victim_node, std::size_t victim_queue_len) const;
+  /// Algorithm 2's whole choice for an idle worker of `thief_node` when the
+  /// node queues hold `queue_lens[j]` tasks: its own node if non-empty, else
+  /// the first of the other nodes of its vicinity, nearest first
+  /// (`topology::nodes_by_distance`), that `may_steal` allows; -1: none
+  /// (back off). What the workers do, one look at a time. Throws
+  /// `sinew::error` if `queue_lens.size() != nodes` or the node is bad.
+  ///
+  /// \code
+  /// s.find_victim(0, std::vector<std::size_t>{0, 81, 500, 0});   // 1: nearest above its threshold
+  /// \endcode
+  int find_victim(int thief_node, std::span<const std::size_t> queue_lens) const;
 
   /// The topology the scheduler was built for.
   const topology& topo() const noexcept;
