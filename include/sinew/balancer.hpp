@@ -59,8 +59,12 @@ struct balance_policy {
   double threshold = 0;
   /// `exhaustive`: step of the splits tried, as a fraction of the unit (1/step integral).
   double step = 0.05;
-  /// Balance on `share_timing::total` (with transfers) instead of `compute`.
-  bool with_transfers = false;
+  /// Balance on `share_timing::total` (with transfers: what the unit waits
+  /// for) rather than `compute` (kernel only). Set false when the data stays
+  /// on the devices between units and kernel time is what matters (seed 001
+  /// lets the user choose); on a GPU fed from host memory, kernel-only times
+  /// send nearly all the work to the GPU however long its transfers take.
+  bool with_transfers = true;
   /// Executions per distribution tried; their times are averaged (noise).
   unsigned repeats = 1;
   /// `iterative`: most distributions tried; then the fastest one seen is kept.
