@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -39,6 +41,54 @@ std::string kernel_names(cl_program p) {
   s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
   std::replace(s.begin(), s.end(), ';', ' ');
   return s.empty() ? "(none)" : s;
+}
+
+/// What the completion callbacks of one wait share with the waiting thread.
+struct wait_state {
+  std::mutex m;
+  std::condition_variable cv;
+  std::uint64_t fired = 0;
+};
+
+void CL_CALLBACK on_complete(cl_event, cl_int, void* p) {
+  auto* ref = static_cast<std::shared_ptr<wait_state>*>(p);
+  {
+    std::lock_guard<std::mutex> l((*ref)->m);
+    ++(*ref)->fired;
+  }
+  (*ref)->cv.notify_all();
+  delete ref;
+}
+
+bool all_complete(const std::vector<cl_event>& evs) {
+  for (cl_event ev : evs) {
+    cl_int st = CL_COMPLETE;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) continue;
+    if (st > CL_COMPLETE) return false;  // queued, submitted or running; negative = failed = finished
+  }
+  return true;
+}
+
+/// Blocks until every event of `evs` (whose commands were flushed) finished
+/// or failed, asleep. clWaitForEvents spins on a core in NVIDIA's driver,
+/// and while a GPU share runs, the host share of the same multi-device map
+/// runs on every core: the spinning thread preempts one of its workers,
+/// whose chunk then straggles and the host's times turn to noise. Completion
+/// callbacks wake this thread; a 5 ms poll of the events' status covers a
+/// callback that cannot be registered or never comes.
+void sleep_until_complete(const std::vector<cl_event>& evs) {
+  if (evs.empty()) return;
+  auto st = std::make_shared<wait_state>();
+  for (cl_event ev : evs) {
+    auto* ref = new std::shared_ptr<wait_state>(st);
+    if (clSetEventCallback(ev, CL_COMPLETE, on_complete, ref) != CL_SUCCESS) delete ref;
+  }
+  std::uint64_t seen = 0;
+  while (!all_complete(evs)) {
+    std::unique_lock<std::mutex> l(st->m);
+    st->cv.wait_for(l, std::chrono::milliseconds(5), [&] { return st->fired != seen; });
+    seen = st->fired;
+  }
 }
 
 /// True when `v` (sorted, merged) covers `r`.
@@ -233,7 +283,10 @@ class compiled_kernel {
     std::vector<cl_event> kernels, others;
     auto wait_all = [&] {
       // Everything enqueued must finish before buffers are unpinned or a
-      // failure is reported: commands still reference them.
+      // failure is reported: commands still reference them. Asleep first;
+      // clWaitForEvents then only collects the status.
+      sleep_until_complete(kernels);
+      sleep_until_complete(others);
       cl_int e = CL_SUCCESS;
       if (!kernels.empty()) e = clWaitForEvents(cl_uint(kernels.size()), kernels.data());
       if (!others.empty()) {
@@ -252,9 +305,11 @@ class compiled_kernel {
     const char* failed = nullptr;
     if (!overlap) {
       cl_event ev = nullptr;
-      fail = enqueue(d_->queue(), sh.begin, sh.end, 0, nullptr, &ev);
+      cl_command_queue q = d_->queue();
+      fail = enqueue(q, sh.begin, sh.end, 0, nullptr, &ev);
       if (fail == CL_SUCCESS) kernels.push_back(ev);
       else failed = "clEnqueueNDRangeKernel";
+      clFlush(q);  // the wait below sleeps: nothing else would submit it
     } else {
       // Chunks of whole work-groups; chunk c on queue c % 2: upload, kernel,
       // download chained by events, so chunk c+1 moves while c computes.
