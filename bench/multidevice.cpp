@@ -6,7 +6,14 @@
 // exhaustive 1% search as the optimum; RATIO lines for iterative vs that
 // optimum (target ≥ 0.95) and, for series, all devices vs the best single
 // device (target ≥ 1.0). Tuning executions process real units; how many
-// each balancer needed (and how long they took) is printed as a note.
+// each balancer needed (and how long they took) is printed as a note, and
+// so is each device's median share time once tuned (the steady state).
+//
+// Every balancer, the optimum included, balances the share times *with*
+// transfers (the default, `balance_policy::with_transfers`): the benchmark
+// times whole units, and a GPU's kernel-only time leaves out the uploads and
+// downloads that dominate saxpy (the first 16-core run balanced kernel times
+// and put 94% of saxpy on a GPU 14x slower than the host end to end).
 //
 // Devices: with an OpenCL GPU, the host executor (all workers) plus each
 // GPU running the workload's kernel from graphs/kernels/. Without one, two
@@ -32,6 +39,8 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
+#include "kernel_path.hpp"
+#include "unbalanced.hpp"
 
 namespace {
 
@@ -41,14 +50,10 @@ using dev_list = std::vector<std::shared_ptr<sinew::device_executor>>;
 
 namespace cl = sinew::opencl;
 
-std::string kernel_path(const char* name) {
-  std::filesystem::path here(__FILE__);
-  return (here.parent_path().parent_path() / "graphs" / "kernels" / name).string();
-}
 
 cl::kernel_spec kernel(const char* file, const char* name, std::vector<cl::arg::spec> args) {
   cl::kernel_spec k;
-  k.file = kernel_path(file);
+  k.file = sb::kernel_file(file);
   k.kernel = name;
   k.args = std::move(args);
   return k;
@@ -93,6 +98,34 @@ dev_list devices_for(testbed& tb, F f, sinew::map_options mo, cl::kernel_spec k)
   k.devices = tb.opencl;
   for (auto& e : cl::kernel_executors(k)) d.push_back(e);
   return d;
+}
+
+/// Median share time (with transfers) of each device over the last `units`
+/// units and the imbalance of those medians: what the tuned weights give in
+/// the steady state, to tell a balancer's choice from measurement noise.
+std::string steady_state(const sinew::multi_device_stats& st, std::size_t units) {
+  const std::size_t d = st.devices.size();
+  const std::size_t from = st.recent.size() > units ? st.recent.size() - units : 0;
+  std::string out = "steady state (median share time over " + std::to_string(st.recent.size() - from) + " units):";
+  double lo = 1e300, hi = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    std::vector<double> t;
+    for (std::size_t u = from; u < st.recent.size(); ++u) {
+      const auto& x = st.recent[u];
+      if (x.shares[i].size()) t.push_back(x.timings[i].total);
+    }
+    if (t.empty()) {
+      out += (i ? ", " : " ") + st.devices[i] + " idle";
+      continue;
+    }
+    std::nth_element(t.begin(), t.begin() + std::ptrdiff_t(t.size() / 2), t.end());
+    const double med = t[t.size() / 2];
+    lo = std::min(lo, med);
+    hi = std::max(hi, med);
+    out += (i ? ", " : " ") + st.devices[i] + " " + sb::format_double(med * 1e3, 3) + " ms";
+  }
+  if (hi > 0 && lo < 1e300) out += "; imbalance " + sb::format_double((hi / lo - 1) * 100, 1) + "%";
+  return out;
 }
 
 struct result_times {
@@ -160,6 +193,7 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
              sb::format_double(tuning_s * 1e3, 1) + " ms; weights " + w);
     const auto& s = measure(c.name, g, "tuned: " + std::to_string(st.tuning_executions) + " tuning execs");
     if (!s.stats.n) continue;
+    ctx.note(tag + c.name + ": " + steady_state(sinew::device_stats(m), std::size_t(ctx.reps())));
     if (c.p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median;
     if (c.p.kind == sinew::balance_kind::exhaustive && c.p.step < 0.03) r.optimum = s.time.median;
   }
@@ -226,36 +260,25 @@ void run_saxpy(sb::context& ctx) {
 
 // -------------------------------------------------------------- unbalanced
 
-/// seed 001 §4.2.2: 1 flop on a zero, 1001 on a non-zero, no extra memory
-/// access; the same arithmetic as graphs/kernels/unbalanced.cl.
-struct unbalanced {
-  void operator()(float x, float* y) const {
-    if (x == 0) {
-      *y = x + 1;
-      return;
-    }
-    float v = x;
-    for (int k = 0; k < 500; ++k) v = v * 0.999f + 0.001f;
-    *y = v;
-  }
-};
-
 void run_unbalanced(sb::context& ctx) {
-  const std::size_t rows = ctx.quick() ? 128 : 512, cols = 256;
+  // Big enough that a unit's fixed costs (launch, transfers' latency, waking
+  // the device thread) are small beside its work on every split: at 512x256
+  // the H100 host's balanced unit took ~0.2 ms and the balancers compared
+  // noise. 1024x1024 costs the host alone ~90 ms at 100% on 16 cores.
+  const std::size_t side = ctx.smoke() ? 64 : ctx.quick() ? 256 : 1024;
+  const std::size_t rows = side, cols = side;
   ctx.param("matrix", std::to_string(rows) + "x" + std::to_string(cols));
   testbed tb;
   ctx.note(tb.what() + "; zeros in the top rows");
-  dev_list devs = devices_for(tb, unbalanced{}, {},
+  dev_list devs = devices_for(tb, sb::unbalanced{}, {},
                               kernel("unbalanced.cl", "unbalanced",
                                      {cl::arg::input<float>(), cl::arg::output<float>(), cl::arg::cols(), cl::arg::rows()}));
   sinew::array<float, 2> m(sinew::shape::d2(rows, cols)), out(sinew::shape::d2(rows, cols));
   for (int pct : {0, 25, 50, 75, 100}) {
-    const std::size_t first = sinew::unbalanced_first_nonzero_row(rows, pct / 100.0);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c) m(r, c) = r < first ? 0.0f : 0.5f + float((r + c) % 7) * 0.01f;
+    sb::fill_unbalanced(m, pct / 100.0);
     auto run_once = [&](sinew::graph& g) { g.run(sinew::from_arrays(m), sinew::into_arrays(out)).get(); };
     auto check = [&]() -> std::string {
-      unbalanced f;
+      sb::unbalanced f;
       for (std::size_t r = 0; r < rows; r += 7)
         for (std::size_t c = 0; c < cols; c += 13) {
           float want;

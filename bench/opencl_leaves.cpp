@@ -9,6 +9,7 @@
 // Runs on the first GPU if there is one, else the first device; skipped
 // without an OpenCL device.
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -20,6 +21,7 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
+#include "kernel_path.hpp"
 
 namespace {
 
@@ -27,9 +29,6 @@ namespace sb = sinew_bench;
 namespace cl = sinew::opencl;
 namespace wl = sinew::workloads;
 
-std::string kernel_file(const char* name) {
-  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "graphs" / "kernels" / name).string();
-}
 
 std::string pick_device() {
   for (auto& d : cl::list_devices())
@@ -40,7 +39,7 @@ std::string pick_device() {
 cl::kernel_spec image_kernel(const char* file, const char* kernel, std::vector<cl::arg::spec> scalars,
                              const std::string& dev) {
   cl::kernel_spec s;
-  s.file = kernel_file(file);
+  s.file = sb::kernel_file(file);
   s.kernel = kernel;
   s.args = {cl::arg::input<wl::rgba8>(), cl::arg::output<wl::rgba8>()};
   for (auto& x : scalars) s.args.push_back(x);
@@ -73,7 +72,7 @@ void run(sb::context& ctx) {
   auto reset = [&] { std::fill(z.begin(), z.end(), -1.0f); };
   auto saxpy_kernel = [&](cl::memory_mode m, unsigned chunks) {
     cl::kernel_spec s;
-    s.file = kernel_file("saxpy.cl");
+    s.file = sb::kernel_file("saxpy.cl");
     s.kernel = "saxpy";
     s.args = {cl::arg::input<float>(), cl::arg::input<float>(), cl::arg::output<float>(), cl::arg::scalar(2.0f),
               cl::arg::count()};
