@@ -2,7 +2,8 @@
 # Runs build/bench/sinew-mpi-scaling (bench/mpi/mpi_scaling.cpp) on 1, 2 and
 # 4 ranks for the farm of 1 ms items and the Series map, and prints each
 # run's RESULT line with the speed-up and efficiency over 1 rank
-# (E = T1 / (p * Tp)); docs/distributed.md.
+# (E = T1 / (p * Tp)) and the CPU efficiency (CPU seconds of 1 rank / CPU
+# seconds of all ranks); docs/distributed.md.
 #   usage: bench/mpi_scaling.sh [BINARY] [REPEATS]    (default build/bench/sinew-mpi-scaling, 3)
 # The best of REPEATS runs is kept. Ranks are not bound to cores
 # (--bind-to none): Open MPI binds each rank to one core when np <= 2, which
@@ -25,7 +26,11 @@ for mode in "farm --items 2000 --ms 1 --workers 2" "series --coeffs 4000 --units
       if [[ -z $best ]] || awk "BEGIN{exit !($s < $best)}"; then best=$s line=$out; fi
     done
     [[ -z $t1 ]] && t1=$best
-    awk -v t1="$t1" -v tp="$best" -v p="$np" -v l="$line" \
-      'BEGIN{printf "%s speedup=%.2f efficiency=%.2f\n", l, t1/tp, t1/(p*tp)}'
+    c=$(grep -o 'cpu_s=[0-9.]*' <<<"$line" | cut -d= -f2)
+    [[ $np == 1 ]] && c1=$c
+    # cpu_efficiency: CPU seconds on 1 rank / CPU seconds of all ranks (the
+    # distribution's overhead, whatever share of the cores the runs got).
+    awk -v t1="$t1" -v tp="$best" -v p="$np" -v l="$line" -v c1="$c1" -v c="$c" \
+      'BEGIN{printf "%s speedup=%.2f efficiency=%.2f cpu_efficiency=%.2f\n", l, t1/tp, t1/(p*tp), c1/c}'
   done
 done

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -144,6 +145,13 @@ std::uint64_t now_ns() {
                            .count());
 }
 
+/// CPU time of the whole process (every thread).
+std::uint64_t process_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
+
 /// Sleeps a little when a polling loop found nothing to do (ranks share cores).
 struct backoff {
   unsigned us = 0;
@@ -158,9 +166,9 @@ struct backoff {
 
 std::string rank_stats::str() const {
   char b[200];
-  std::snprintf(b, sizeof b, "rank %d: %llu units, %llu row ranges, busy %.1f ms, %.1f MB in, %.1f MB out", rank,
-                (unsigned long long)units, (unsigned long long)row_ranges, double(busy_ns) / 1e6,
-                double(bytes_in) / 1e6, double(bytes_out) / 1e6);
+  std::snprintf(b, sizeof b, "rank %d: %llu units, %llu row ranges, busy %.1f ms, cpu %.1f ms, %.1f MB in, %.1f MB out",
+                rank, (unsigned long long)units, (unsigned long long)row_ranges, double(busy_ns) / 1e6,
+                double(cpu_ns) / 1e6, double(bytes_in) / 1e6, double(bytes_out) / 1e6);
   return b;
 }
 
@@ -200,7 +208,9 @@ struct session::impl final : detail::dist_transport {
   bool end_requested = false, end_ok = false, end_done = false;
   std::thread comm;
 
-  int ranks() const noexcept override { return size_; }
+  // Only rank 0 deals work: a distributed node nested in a subtree that a
+  // serving rank runs stays local there (it has no communication thread).
+  int ranks() const noexcept override { return rank_ == 0 ? size_ : 1; }
 
   void init(int* argc, char*** argv, session_options o) {
     opts = o;
@@ -487,7 +497,7 @@ struct session::impl final : detail::dist_transport {
     std::vector<rank_stats> out;
     for (int r = 1; r < size_; ++r) {
       const std::uint64_t* g = &got[std::size_t(r) * 6];
-      out.push_back({r, g[0], g[1], g[2], g[3], g[4]});
+      out.push_back({r, g[0], g[1], g[2], g[3], g[4], g[5]});
     }
     std::lock_guard<std::mutex> lk(m);
     last = std::move(out);
@@ -520,7 +530,8 @@ struct session::impl final : detail::dist_transport {
     std::vector<std::unique_ptr<job>> finished;
     std::vector<std::unique_ptr<job>> sending;
     std::atomic<unsigned> running{0};
-    std::uint64_t stats[6] = {};
+    std::uint64_t stats[6] = {};  // units, row ranges, busy, bytes in, bytes out, cpu
+    const std::uint64_t cpu0 = process_cpu_ns();
     bool ended = false, ok = false;
     backoff bo;
     for (;;) {
@@ -580,6 +591,7 @@ struct session::impl final : detail::dist_transport {
       if (progressed) bo.busy();
       else bo.idle();
     }
+    stats[5] = process_cpu_ns() - cpu0;
     MPI_Send(stats, 6, MPI_UINT64_T, 0, tag_stats, MPI_COMM_WORLD);
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);

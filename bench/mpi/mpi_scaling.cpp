@@ -41,6 +41,12 @@ struct spin {
   }
 };
 
+double process_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -197,18 +203,23 @@ int main(int argc, char** argv) {
                   s_local == s_dist ? "OK" : "MISMATCH", s_dist, s_local);
       return local == dist && s_local == s_dist && (mpi.size() == 1 || remote > 0) ? 0 : 1;
     }
+    // CPU seconds of every rank during the run: on a machine whose cores
+    // other jobs share, the work done per CPU second shows the cost of
+    // distributing where wall time mostly shows the share of the cores got.
     double t = 0;
-    if (a.mode == "farm") {
-      double sum = run_farm(mpi, a, true, iters, &t);
-      if (root)
-        std::printf("RESULT mode=farm ranks=%d items=%zu item_ms=%.2f workers=%zu seconds=%.4f items_per_s=%.1f checksum=%.9g\n",
-                    mpi.size(), a.items, a.ms, a.workers, t, double(a.items) / t, sum);
-    } else {
-      double sum = run_series(mpi, a, true, &t);
-      if (root)
-        std::printf("RESULT mode=series ranks=%d units=%zu coeffs=%zu seconds=%.4f coeffs_per_s=%.1f checksum=%.9g\n",
-                    mpi.size(), a.units, a.coeffs, t, double(a.units * a.coeffs) / t, sum);
-    }
+    const double c0 = process_cpu_s();
+    double sum = a.mode == "farm" ? run_farm(mpi, a, true, iters, &t) : run_series(mpi, a, true, &t);
+    double cpu = process_cpu_s() - c0;
+    for (const auto& r : mpi.last_rank_stats()) cpu += double(r.cpu_ns) / 1e9;
+    if (root && a.mode == "farm")
+      std::printf("RESULT mode=farm ranks=%d items=%zu item_ms=%.2f workers=%zu seconds=%.4f items_per_s=%.1f "
+                  "cpu_s=%.3f cpu_ms_per_item=%.3f checksum=%.9g\n",
+                  mpi.size(), a.items, a.ms, a.workers, t, double(a.items) / t, cpu, cpu * 1e3 / double(a.items), sum);
+    else if (root)
+      std::printf("RESULT mode=series ranks=%d units=%zu coeffs=%zu seconds=%.4f coeffs_per_s=%.1f cpu_s=%.3f "
+                  "cpu_ms_per_unit=%.3f checksum=%.9g\n",
+                  mpi.size(), a.units, a.coeffs, t, double(a.units * a.coeffs) / t, cpu, cpu * 1e3 / double(a.units),
+                  sum);
     if (root)
       for (const auto& r : mpi.last_rank_stats()) std::printf("  %s\n", r.str().c_str());
   } catch (const std::exception& e) {

@@ -36,6 +36,7 @@ done <<'LIST'
 series.json|/graph/distributed|
 stream_farm.json|/graph/distributed|--set /source/count=64
 stream_farm.json|/graph/distributed|--set /source/count=64 --set /graph/ordered=false
+stream_farm.json|/graph/distributed|--set /source/count=32 --set /graph/farm/pipeline/0/distributed=true
 saxpy.json|/graph/distributed|--set /source/shape/0=65536
 image_pipeline.json|/graph/pipeline/1/distributed|--set /source/count=6
 image_pipeline.json|/graph/pipeline/2/distributed|--set /source/count=6
