@@ -25,8 +25,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -70,22 +68,19 @@ struct pair_case {
 };
 
 void measure(sb::context& ctx, const pair_case& c, const std::string& device_name) {
-  const auto& a = ctx.measure({.name = c.label + " c++ leaf",
-                               .unit = c.unit,
-                               .better = sb::higher,
-                               .setup = c.poison,
-                               .run = c.cpp,
-                               .to_metric = c.to_metric,
-                               .check = c.check_cpp,
-                               .note = "sinew::map, graph's workers"});
-  const auto& b = ctx.measure({.name = c.label + " opencl leaf",
-                               .unit = c.unit,
-                               .better = sb::higher,
-                               .setup = c.poison,
-                               .run = c.ocl,
-                               .to_metric = c.to_metric,
-                               .check = c.check_cl,
-                               .note = "kernel_leaf on " + device_name});
+  auto one = [&](const char* what, const std::function<void()>& run, const std::function<std::string()>& check,
+                 const std::string& note) -> const sb::series& {
+    return ctx.measure({.name = c.label + " " + what,
+                        .unit = c.unit,
+                        .better = sb::higher,
+                        .setup = c.poison,
+                        .run = run,
+                        .to_metric = c.to_metric,
+                        .check = check,
+                        .note = note});
+  };
+  const auto& a = one("c++ leaf", c.cpp, c.check_cpp, "sinew::map, graph's workers");
+  const auto& b = one("opencl leaf", c.ocl, c.check_cl, "kernel_leaf on " + device_name);
   if (a.stats.n && b.stats.n && b.stats.median > 0)
     ctx.ratio("cpp_vs_opencl_cpu_" + c.key, a.stats.median / b.stats.median, 1.0, sb::higher,
               "C++ leaf / OpenCL leaf on the CPU device (" + c.unit + ", medians)");

@@ -9,9 +9,7 @@
 // Runs on the first GPU if there is one, else the first device; skipped
 // without an OpenCL device.
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,7 +26,6 @@ namespace {
 namespace sb = sinew_bench;
 namespace cl = sinew::opencl;
 namespace wl = sinew::workloads;
-
 
 std::string pick_device() {
   for (auto& d : cl::list_devices())
