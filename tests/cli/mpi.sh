@@ -44,6 +44,13 @@ segmentation.json|/graph/distributed|
 nbody.json|/graph/for/distributed|--set /graph/iterations=3
 LIST
 
+# --trace: rank 0's trace holds a "remote" event per unit another rank ran.
+timeout 60 "${MPIRUN[@]}" "$SINEW" run "$SRC/graphs/stream_farm.json" --set /source/count=24 --set /graph/distributed=true \
+  --trace t.json </dev/null >out.txt 2>err.txt || fail "--trace under mpirun: $(cat err.txt)"
+remote=$(grep -o '"cat":"remote"[^}]*"args":{"rank":[12],' t.json | wc -l)
+[[ $remote -gt 0 ]] || fail "--trace: no remote events of ranks 1-2 in the trace"
+echo "ok: --trace: $remote remote events"
+
 # 2. A leaf that throws on rank 2 only (farm) / rank 1 only (map).
 for where in "farm:2" "map:1"; do
   kind=${where%%:*} rank=${where##*:}
