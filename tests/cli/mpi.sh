@@ -82,11 +82,16 @@ cat >slow.json <<'JSON'
 JSON
 # mpirun itself gets the signal (Open MPI turns it into SIGTERM for every
 # rank: rank 0 drains, the serving ranks wait for it).
-"${MPIRUN[@]}" "$SINEW" run slow.json --stats </dev/null >out.txt 2>err.txt &
+"${MPIRUN[@]}" "$SINEW" run slow.json --stats --progress --progress-interval 0.2 </dev/null >out.txt 2>err.txt &
 pid=$!
 (sleep 60; kill -KILL $pid) >/dev/null 2>&1 &  # no pipe of ours held open
 watchdog=$!
-sleep 3
+# Signal once units flow (mpirun may take a while to start the ranks).
+for ((i = 0; i < 150; ++i)); do
+  grep -q "sinew: progress: [1-9]" err.txt && break
+  sleep 0.2
+done
+sleep 1
 kill -INT $pid
 wait $pid
 rc=$?
