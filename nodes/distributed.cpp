@@ -104,8 +104,10 @@ class dist_node final : public node_impl {
   }
 
   void compile_stream(stream_compiler& c, const std::string& path) const override {
+    const std::size_t first = c.stages.size();
     if (!is_farm_) {
       node_impl::compile_stream(c, path);  // one serial stage: compile_inline's executable
+      inner_->inherit_placement(c, first);
       return;
     }
     // The whole worker runs as one stage (it may run on another rank), whose
@@ -129,6 +131,10 @@ class dist_node final : public node_impl {
       s.exit_region = int(depth);
     }
     c.stages.push_back(std::move(s));
+    // NUMA placement of its outputs: the wrapper's own, else the farm's, else its worker's.
+    inherit_placement(c, first);
+    inner_->inherit_placement(c, first);
+    worker_->inherit_placement(c, first);
   }
 
   const node_ptr& inner() const { return inner_; }
