@@ -145,6 +145,22 @@ void saxpy_cpu(void* buffers[], void* arg) {
   for (unsigned i = 0; i < n; ++i) z[i] = a * x[i] + y[i];
 }
 
+/// Loads kernel `name` of `prog` for this worker's device, sets `args` in
+/// order (each by address, its own size), runs `n` work-items and waits
+/// (synchronous codelet: no STARPU_OPENCL_ASYNC).
+template <class... A>
+void run_opencl(starpu_opencl_program& prog, const char* name, cl_uint n, const A&... args) {
+  cl_kernel kernel;
+  cl_command_queue queue;
+  check_cl(starpu_opencl_load_kernel(&kernel, &queue, &prog, name, starpu_worker_get_devid(starpu_worker_get_id())), name);
+  cl_uint i = 0;
+  (check_cl(clSetKernelArg(kernel, i++, sizeof(A), &args), name), ...);
+  const size_t global = n;
+  check_cl(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr), name);
+  check_cl(clFinish(queue), name);
+  starpu_opencl_release_kernel(kernel);
+}
+
 void saxpy_opencl(void* buffers[], void* arg) {
   float a;
   starpu_codelet_unpack_args(arg, &a);
@@ -155,20 +171,7 @@ void saxpy_opencl(void* buffers[], void* arg) {
     m[k] = reinterpret_cast<cl_mem>(STARPU_VECTOR_GET_DEV_HANDLE(buffers[k]));
     off[k] = cl_uint(STARPU_VECTOR_GET_OFFSET(buffers[k]) / sizeof(float));
   }
-  cl_kernel kernel;
-  cl_command_queue queue;
-  check_cl(starpu_opencl_load_kernel(&kernel, &queue, &saxpy_prog, "saxpy_at", starpu_worker_get_devid(starpu_worker_get_id())),
-           "load saxpy_at");
-  for (int k = 0; k < 3; ++k) {
-    check_cl(clSetKernelArg(kernel, 2 * k, sizeof(cl_mem), &m[k]), "arg");
-    check_cl(clSetKernelArg(kernel, 2 * k + 1, sizeof(cl_uint), &off[k]), "arg");
-  }
-  check_cl(clSetKernelArg(kernel, 6, sizeof(float), &a), "arg");
-  check_cl(clSetKernelArg(kernel, 7, sizeof(cl_uint), &n), "arg");
-  const size_t global = n;
-  check_cl(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr), "saxpy_at");
-  check_cl(clFinish(queue), "finish");
-  starpu_opencl_release_kernel(kernel);
+  run_opencl(saxpy_prog, "saxpy_at", n, m[0], off[0], m[1], off[1], m[2], off[2], a, n);
 }
 
 void series_cpu(void* buffers[], void* arg) {
@@ -187,19 +190,7 @@ void series_opencl(void* buffers[], void* arg) {
   const cl_uint n = STARPU_VECTOR_GET_NX(buffers[0]);
   cl_mem m = reinterpret_cast<cl_mem>(STARPU_VECTOR_GET_DEV_HANDLE(buffers[0]));
   const cl_uint off = cl_uint(STARPU_VECTOR_GET_OFFSET(buffers[0]) / sizeof(wl::coeff));
-  cl_kernel kernel;
-  cl_command_queue queue;
-  check_cl(starpu_opencl_load_kernel(&kernel, &queue, &series_prog, "series_at", starpu_worker_get_devid(starpu_worker_get_id())),
-           "load series_at");
-  check_cl(clSetKernelArg(kernel, 0, sizeof(cl_mem), &m), "arg");
-  check_cl(clSetKernelArg(kernel, 1, sizeof(cl_uint), &off), "arg");
-  check_cl(clSetKernelArg(kernel, 2, sizeof(cl_int), &steps), "arg");
-  check_cl(clSetKernelArg(kernel, 3, sizeof(cl_uint), &n), "arg");
-  check_cl(clSetKernelArg(kernel, 4, sizeof(cl_uint), &first), "arg");
-  const size_t global = n;
-  check_cl(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr), "series_at");
-  check_cl(clFinish(queue), "finish");
-  starpu_opencl_release_kernel(kernel);
+  run_opencl(series_prog, "series_at", n, m, off, steps, n, first);
 }
 
 /// History-based model and codelet of one kernel (StarPU's C structs,
