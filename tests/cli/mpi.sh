@@ -44,6 +44,23 @@ segmentation.json|/graph/distributed|
 nbody.json|/graph/for/distributed|--set /graph/iterations=3
 LIST
 
+# In-place nodes (layer 0 goes to the other rank and comes back): a
+# distributed farm of a pipeline of them, then a distributed in-place map.
+cat >inplace.json <<JSON
+{"sinew": 1, "name": "inplace", "plugins": ["$PLUGIN"],
+ "source": {"type": "generator", "buffers": ["u8"], "shape": [3000], "count": 30, "seed": 5},
+ "graph": {"pipeline": [
+   {"farm": {"pipeline": [{"map": "scale_in_place", "args": {"k": 7}}, {"map": "scale_in_place"}]}, "workers": 2, "distributed": true},
+   {"map": "scale_in_place", "args": {"k": 2}, "distributed": true}]},
+ "sink": {"type": "checksum"}}
+JSON
+"$SINEW" run inplace.json </dev/null >one.txt 2>one.err || fail "in-place alone: $(cat one.err)"
+timeout 60 "${MPIRUN[@]}" "$SINEW" run inplace.json --stats </dev/null >mpi.txt 2>mpi.err || fail "in-place under mpirun: $(cat mpi.err)"
+a=$(checksum one.txt) b=$(checksum mpi.txt)
+[[ -n $a && $a == "$b" ]] || fail "in-place: one process '$a', 3 ranks '$b'"
+grep -Eq "mpi: rank [12]: [1-9][0-9]* units, [1-9][0-9]* row ranges" mpi.err || fail "in-place: $(grep mpi: mpi.err)"
+echo "ok: in-place farm and map: $b"
+
 # --trace: rank 0's trace holds a "remote" event per unit another rank ran.
 timeout 60 "${MPIRUN[@]}" "$SINEW" run "$SRC/graphs/stream_farm.json" --set /source/count=24 --set /graph/distributed=true \
   --trace t.json </dev/null >out.txt 2>err.txt || fail "--trace under mpirun: $(cat err.txt)"
