@@ -8,6 +8,7 @@
 
 #include "locality.hpp"
 #include "worker_common.hpp"
+#include <sinew/detail/chase_lev_deque.hpp>
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
 #include <sinew/error.hpp>
@@ -76,6 +77,7 @@ struct deal_scheduler::impl {
     alignas(64) std::atomic<std::uint32_t> loop_waiters{0};  // workers sleeping in parallel_for
     alignas(64) std::atomic<std::uint32_t> loop_epoch{0};    // their futex word
     std::vector<int> steal_order;  // other nodes of the vicinity, nearest first
+    std::vector<unsigned> members; // its workers
     std::vector<std::size_t> threshold;  // by victim node: distance(victim, this) * C
     // Counters of submits made on this node (outside threads: node 0's row),
     // by target node; deal_stats() sums the rows.
@@ -83,8 +85,16 @@ struct deal_scheduler::impl {
   };
 
   struct alignas(64) worker : workers::worker_counters {
+    // The halves of the parallel_for blocks this worker splits, and on a
+    // one-node topology the tasks it submits: a Chase-Lev deque as in
+    // `steal`, which only workers of its node take from. (One locked FIFO
+    // per node for every task cost the 16-core one-node machine 10x on
+    // map_dispatch and spawn trees; the node FIFOs keep what Algorithms 1
+    // and 2 are about: dealt tasks and what other nodes may steal.)
+    detail::chase_lev_deque<task*> dq;
     std::thread th;
     unsigned index = 0;
+    unsigned rank = 0;  // position among its node's workers
     int node = 0;
     int cpu = -1;
     impl* owner = nullptr;
@@ -278,23 +288,58 @@ struct deal_scheduler::impl {
     return t;
   }
 
+  // One node (nothing to deal or steal across nodes): the oldest task of the
+  // node's FIFO and a share of the rest (1 / workers, at most 31) onto w's
+  // deque, where the node's other workers may steal them -- as `steal`
+  // takes from its injection queue: one lock for many tasks.
+  task* take_share(worker& w) {
+    node_queue& Q = *nodes[std::size_t(w.node)];
+    std::lock_guard<std::mutex> lk(Q.m);
+    if (Q.q.empty()) return nullptr;
+    task* t = Q.q.back();
+    Q.q.pop_back();
+    for (std::size_t k = std::min<std::size_t>(Q.q.size() / Q.members.size(), 31); k > 0; --k) {
+      w.dq.push(Q.q.back());
+      Q.q.pop_back();
+    }
+    Q.size.store(Q.q.size(), std::memory_order_relaxed);
+    return t;
+  }
+
   // Algorithm 2 for worker w. `contended`: a queue that looked stealable
   // was not any more when locked (someone else took from it: look again).
   task* find_work(worker& w, bool& contended) {
     const int n = w.node;
     node_queue& own = *nodes[std::size_t(n)];
+    task* t = nullptr;
+    if (w.dq.pop(t)) return t;
     if (own.size.load(std::memory_order_relaxed) != 0)
-      if (task* t = take(n, [](std::size_t) { return true; })) {
-        if (t->submitter >= 0 && t->submitter != int(w.index) &&
-            workers[std::size_t(t->submitter)]->node == n)
+      if (task* x = N == 1 ? take_share(w) : take(n, [](std::size_t) { return true; })) {
+        if (x->submitter >= 0 && x->submitter != int(w.index) &&
+            workers[std::size_t(x->submitter)]->node == n)
           w.steals_same.fetch_add(1, std::memory_order_relaxed);
+        return x;
+      }
+    // The deques of the node's other workers, round-robin after w.
+    const std::size_t m = own.members.size();
+    for (std::size_t k = 1; k < m; ++k) {
+      worker& v = *workers[own.members[(w.rank + k) % m]];
+      if (v.dq.empty_approx()) continue;
+      auto r = v.dq.steal(t);
+      if (r == detail::chase_lev_deque<task*>::steal_result::success) {
+        w.steals_same.fetch_add(1, std::memory_order_relaxed);
         return t;
       }
+      if (r == detail::chase_lev_deque<task*>::steal_result::lost_race) contended = true;
+    }
     const bool drain = stopping.load(std::memory_order_relaxed);
     if (drain) {
       for (std::size_t v = 0; v < N; ++v)
         if (nodes[v]->size.load(std::memory_order_relaxed) != 0)
-          if (task* t = take(int(v), [](std::size_t) { return true; })) return t;
+          if (task* x = take(int(v), [](std::size_t) { return true; })) return x;
+      for (auto& v : workers)
+        if (!v->dq.empty_approx() && v->dq.steal(t) == detail::chase_lev_deque<task*>::steal_result::success)
+          return t;
       return nullptr;
     }
     for (int v : own.steal_order) {
@@ -305,11 +350,11 @@ struct deal_scheduler::impl {
         w.refused.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      if (task* t = take(v, [&](std::size_t l) { return may_steal(n, v, l); })) {
+      if (task* x = take(v, [&](std::size_t l) { return may_steal(n, v, l); })) {
         w.steals_remote.fetch_add(1, std::memory_order_relaxed);
         if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
           trace::emit_instant("steal", "steal", trace::now_ns(), {{"from_node", v}, {"to", w.index}});
-        return t;  // ONE task, then back to the own queue
+        return x;  // ONE task, then back to the own queue
       }
       contended = true;
     }
@@ -321,6 +366,8 @@ struct deal_scheduler::impl {
   bool work_visible(const worker& w) const noexcept {
     const int n = w.node;
     if (nodes[std::size_t(n)]->size.load(std::memory_order_relaxed) != 0) return true;
+    for (unsigned k : nodes[std::size_t(n)]->members)
+      if (!workers[k]->dq.empty_approx()) return true;
     const bool drain = stopping.load(std::memory_order_relaxed);
     for (std::size_t v = 0; v < N; ++v) {
       std::size_t len = nodes[v]->size.load(std::memory_order_relaxed);
@@ -351,7 +398,7 @@ struct deal_scheduler::impl {
       r->b = mid;
       r->e = e;
       r->submitter = int(w.index);
-      enqueue(w.node, r);
+      w.dq.push(r);
       e = mid;
     }
     w.count_block(*L, b, e, w.node);
@@ -478,6 +525,8 @@ struct deal_scheduler::impl {
   bool all_empty() const noexcept {
     for (const auto& Q : nodes)
       if (Q->size.load(std::memory_order_seq_cst) != 0) return false;
+    for (const auto& w : workers)
+      if (!w->dq.empty_approx()) return false;
     return true;
   }
 };
@@ -538,6 +587,8 @@ deal_scheduler::deal_scheduler(const topology& t, deal_options o)
       w->node = int(n);
       w->cpu = cpu;
       w->owner = &p;
+      w->rank = unsigned(p.nodes[n]->members.size());
+      p.nodes[n]->members.push_back(w->index);
       p.workers.push_back(std::move(w));
     }
   try {
@@ -649,7 +700,14 @@ void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint)
   }
   (w ? w->submitted : p.sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
   t->fn = std::move(fn);
-  p.push(node, t);
+  // One node: nothing to deal or steal across nodes, so a worker's task goes
+  // to its own deque (the fast path of `steal`); else the node's FIFO.
+  if (w && p.N == 1) {
+    w->dq.push(t);
+    p.announce_work(node, 1);
+  } else {
+    p.push(node, t);
+  }
 }
 
 void deal_scheduler::parallel_for(std::size_t n, std::size_t grain,

@@ -220,12 +220,20 @@ struct steal_scheduler::impl {
     announce_work();
   }
 
-  task* pop_injected() {
+  // Takes the oldest injected task, and a share of the rest (up to 1/threads
+  // of them, at most 31) onto w's deque, where other workers may steal them:
+  // 16 workers taking one task per lock from a main thread's burst of
+  // submits spent most of their time on this mutex (sched_grain, 16 cores).
+  task* pop_injected(worker& w) {
     if (inj_size.load(std::memory_order_relaxed) == 0) return nullptr;
     std::lock_guard<std::mutex> lk(inj_m);
     if (inj.empty()) return nullptr;
     task* t = inj.front();
     inj.pop_front();
+    for (std::size_t k = std::min<std::size_t>(inj.size() / threads, 31); k > 0; --k) {
+      w.dq.push(inj.front());
+      inj.pop_front();
+    }
     inj_size.store(inj.size(), std::memory_order_relaxed);
     return t;
   }
@@ -236,10 +244,10 @@ struct steal_scheduler::impl {
     task* t = nullptr;
     if (++w.tick == inject_check_period) {
       w.tick = 0;
-      if ((t = pop_injected())) return t;
+      if ((t = pop_injected(w))) return t;
     }
     if (w.dq.pop(t)) return t;
-    if ((t = pop_injected())) return t;
+    if ((t = pop_injected(w))) return t;
     const unsigned n = threads;
     for (unsigned k = 1; k < n; ++k) {
       worker& v = *workers[(w.index + k) % n];
