@@ -81,10 +81,11 @@ struct order_log {
   std::vector<std::array<std::size_t, 3>>* log;  // (local id, k0, k1)
   std::size_t n = 3;
   int mode = 0;  // 0: loop, 1: nest, 2: divergent loop (item i runs i iterations), 3: loop_where (odd items),
-                // 4: loop declaring `declared`
+                // 4: loop declaring `declared`, 5: carried loop with one BFO access, 6: carried loop with two
   std::array<mem_access, 1> declared{};
   static constexpr std::array<mem_access, 1> prefers_bf{mem_access{1, 0}};  // W0 L1
   static constexpr std::array<mem_access, 1> prefers_df{mem_access{0, 1}};  // W1 L0
+  static constexpr std::array<mem_access, 2> two_bf{mem_access{1, 0}, mem_access{9, 1}};
 
   void operator()(group& g, in<int> x, out<int> y) const {
     (void)x;
@@ -102,6 +103,9 @@ struct order_log {
       g.loop_where([](const item& it) { return it.lin % 2 == 1; }, n, prefers_bf,
                    [&](const item& it, std::size_t k) { rec(it, k, 0); });
     if (mode == 4) g.loop(n, declared, [&](const item& it, std::size_t k) { rec(it, k, 0); });
+    auto carry = g.per_item<int>();
+    if (mode == 5) g.loop(n, prefers_bf, carry, [&](const item& it, std::size_t k, int&) { rec(it, k, 0); });
+    if (mode == 6) g.loop(n, two_bf, carry, [&](const item& it, std::size_t k, int&) { rec(it, k, 0); });
     g.each([&](const item& it) {
       if (it.in_range()) y[it.g[0]] = int(it.lin);
     });
@@ -397,6 +401,10 @@ TEST_CASE("group order rule picks the order of seed 002 Table 1", "[group]") {
   // The example kernels' declared loops.
   CHECK(choose_order(TiledMM::accesses) == O::breadth_first);
   CHECK(choose_order(TreeReduce::accesses) == O::breadth_first);
+  // ... counting their carried accumulators (L0 W1): tiled_mm stays BFO, the reduction ties -> DFO.
+  CHECK(choose_order(TiledMM::accesses, 1) == O::breadth_first);
+  CHECK(choose_order(TreeReduce::accesses, 1) == O::depth_first);
+  CHECK(choose_order({mem_access{1, 0}}, 2) == O::depth_first);
   CHECK(choose_order(Histogram::accesses) == O::breadth_first);
   CHECK(nest_position<2>({choose_order(StencilTile::dy_accesses), choose_order(StencilTile::dx_accesses)}) == 2);
 }
@@ -415,6 +423,11 @@ TEST_CASE("group loops run work-items in the order the policy picks", "[group]")
   CHECK(run_logged(0, items, order_policy::depth_first) == df);
   CHECK(run_logged(0, items, order_policy::breadth_first) == bf);
   CHECK(run_logged(0, items, order_policy::declared) == bf);  // the loop declares a W0 L1 access
+  // A carried value is an L0 W1 access when run breadth-first: it ties one
+  // breadth-first access (depth-first wins), not two.
+  CHECK(run_logged(5, items, order_policy::declared) == df);
+  CHECK(run_logged(6, items, order_policy::declared) == bf);
+  CHECK(run_logged(5, items, order_policy::breadth_first) == bf);
 
   // A 2-deep nest: outer declared depth-first, inner breadth-first -> both breadth-first.
   std::vector<std::array<std::size_t, 3>> nest_df, nest_bf;
@@ -538,7 +551,7 @@ TEST_CASE("group measured policy calibrates on the first groups and then runs th
   CHECK(ex.plan().groups() <= 24);
   CHECK(site.ns[0].size() >= 3);
   CHECK(site.ns[1].size() >= 3);
-  CHECK(site.declared == 1);  // TreeReduce declares an LX W1 access: breadth-first
+  CHECK(site.declared == 0);  // TreeReduce: an LX W1 access and its carried sum (L0 W1) tie: depth-first
   REQUIRE(ex.measured_positions().size() == 1);
   CHECK(ex.measured_positions()[0] <= 1);
   std::vector<std::int32_t> ref(partial.size(), 0);

@@ -291,16 +291,19 @@ class group {
   /// A loop carrying one per-work-item value (an accumulator):
   /// `body(item, k, T& v)`. Depth-first, `v` is a local copy of `carry[item]`
   /// for the whole loop (a register: the scalar expansion is avoided, seed
-  /// 002 §2), written back at the end; breadth-first it is `carry[item]`.
+  /// 002 §2), written back at the end; breadth-first it is `carry[item]`, a
+  /// memory access of loop stride 0 and work-item stride 1 on every
+  /// iteration, so the declared rule counts it (at every level) as one
+  /// access more that prefers depth-first (Table 1, L0 W1).
   template <class T, class B>
   SINEW_GROUP_INLINE void loop(std::size_t n, access_list accesses, per_item_array<T> carry, B&& body) {
     detail::all_items all;
-    run_carried<1>({n}, {declared_order(n, accesses)}, all, carry, body);
+    run_carried<1>({n}, {declared_order(n, accesses, true)}, all, carry, body);
   }
   template <class T, class B>
   SINEW_GROUP_INLINE void loop(std::array<std::size_t, 2> n, access_list outer, access_list inner, per_item_array<T> carry, B&& body) {
     detail::all_items all;
-    run_carried<2>(n, {declared_order(n[0], outer), declared_order(n[1], inner)}, all, carry, body);
+    run_carried<2>(n, {declared_order(n[0], outer, true), declared_order(n[1], inner, true)}, all, carry, body);
   }
 
   /// Group-local atomics: plain read-modify-write, since one worker runs the
@@ -500,9 +503,10 @@ class group {
     });
   }
   /// The declared order of one loop level (Table 1, or depth-first when
-  /// the level is short enough to be unrolled).
-  item_order declared_order(std::size_t n, const access_list& a) const noexcept {
-    return n <= mode_.unroll_limit ? item_order::depth_first : choose_order(a.span());
+  /// the level is short enough to be unrolled); `carried`: the loop's
+  /// per-item value counts as an L0 W1 access.
+  item_order declared_order(std::size_t n, const access_list& a, bool carried = false) const noexcept {
+    return n <= mode_.unroll_limit ? item_order::depth_first : choose_order(a.span(), carried ? 1u : 0u);
   }
   /// Runs `run(position)` with the position the policy gives loop B.
   template <std::size_t D, class B, class Run>

@@ -9,8 +9,9 @@
 ///
 /// Each loop's `accesses` are its global/local memory accesses with their
 /// strides along the loop index and the fastest work-item id (seed 002,
-/// Table 1); private values (the carried accumulators: registers when run
-/// depth-first) are not memory accesses.
+/// Table 1); the carried accumulators are not listed: `group::loop` counts
+/// each as one L0 W1 access (memory when run breadth-first, a register
+/// depth-first).
 ///
 /// \code
 /// using namespace sinew::group_examples;
@@ -65,6 +66,7 @@ struct TiledMM {
 struct TreeReduce {
   std::size_t per_item = 1;
   // sum += x[block + k * L + lid]
+  // With the carried sum (L0 W1 -> DFO) the tally ties: depth-first.
   static constexpr std::array<mem_access, 1> accesses{mem_access{mem_access::any_stride, 1}};  // x: LX W1 -> BFO
 
   range global_range(const shape& in) const {

@@ -73,8 +73,10 @@ constexpr preference prefers(const mem_access& a) noexcept {
 }
 
 /// The tally rule of §3.2.3: majority of preferences, ties to depth-first.
-constexpr item_order choose_order(std::span<const mem_access> accesses) noexcept {
-  int df = 0, bf = 0;
+/// `extra_depth_first`: accesses not in the list that prefer depth-first
+/// (a carried per-work-item value, see `group::loop`).
+constexpr item_order choose_order(std::span<const mem_access> accesses, unsigned extra_depth_first = 0) noexcept {
+  int df = int(extra_depth_first), bf = 0;
   for (const mem_access& a : accesses) {
     preference p = prefers(a);
     df += p == preference::depth_first;
@@ -82,8 +84,8 @@ constexpr item_order choose_order(std::span<const mem_access> accesses) noexcept
   }
   return bf > df ? item_order::breadth_first : item_order::depth_first;
 }
-constexpr item_order choose_order(std::initializer_list<mem_access> accesses) noexcept {
-  return choose_order(std::span<const mem_access>(accesses.begin(), accesses.size()));
+constexpr item_order choose_order(std::initializer_list<mem_access> accesses, unsigned extra_depth_first = 0) noexcept {
+  return choose_order(std::span<const mem_access>(accesses.begin(), accesses.size()), extra_depth_first);
 }
 
 /// Where the work-item loop goes in a nest of D loops: 0 = outside every loop
