@@ -38,6 +38,11 @@ std::string hex(std::uint64_t v) {
 struct entry {
   std::mutex m;
   cl_program program = nullptr;
+  // The cache's reference; every compiled kernel holds its own, and a
+  // cl_kernel keeps its program alive, so forgetting an entry is safe.
+  ~entry() {
+    if (program) clReleaseProgram(program);
+  }
 };
 std::mutex cache_m;
 std::map<std::string, std::shared_ptr<entry>>& memory_cache() {
@@ -140,8 +145,8 @@ std::string program_cache_dir() {
 
 void clear_program_memory_cache() {
   std::lock_guard g(cache_m);
-  // Programs stay alive (kernels made from them may still run); only the
-  // lookup forgets them.
+  // Each entry releases the cache's reference; programs still used by
+  // compiled kernels live on through theirs.
   memory_cache().clear();
 }
 

@@ -110,6 +110,8 @@ class compiled_kernel {
     for (auto& [k, v] : s.defines) options += " -D" + k + (v.empty() ? "" : "=" + v);
     // The program is shared by every kernel of the source; errors name the one asked for.
     program_ = detail::get_program(*d_, source, options, "kernel '" + s.kernel + "' of " + origin(s));
+    clRetainProgram(program_);  // ours, beside the cache's (clear_program_memory_cache releases that one)
+    hold_.p = program_;
     cl_int e = CL_SUCCESS;
     cl_kernel k = clCreateKernel(program_, s.kernel.c_str(), &e);
     if (e == CL_INVALID_KERNEL_NAME)
@@ -420,6 +422,13 @@ class compiled_kernel {
   std::shared_ptr<device_state> d_;
   std::string where_;
   cl_program program_ = nullptr;
+  // Releases our reference to program_, also when the constructor throws.
+  struct program_ref {
+    cl_program p = nullptr;
+    ~program_ref() {
+      if (p) clReleaseProgram(p);
+    }
+  } hold_;
   std::array<std::size_t, 3> local_{1, 1, 1};
   bool use_local_ = false;
   std::mutex m_;
