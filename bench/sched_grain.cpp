@@ -74,10 +74,12 @@ struct grain {
 void run(sb::context& ctx) {
   const unsigned threads = sb::thread_count();
   // Work per run: full sizes ~0.2 s per N-worker run (the 1-worker runs
-  // take N times as long); --quick ~0.1 s per 1-worker run, so that the
-  // whole benchmark stays under 30 s on 16 workers (24 series of 6 runs per
-  // grain) while an N-worker run still gives every worker >= 8 tasks of 50 us.
-  const double target_s = ctx.quick() ? 0.1 / double(threads) : 0.2;  // per N-worker run
+  // take N times as long); --quick ~0.05 s per 1-worker run, so that the
+  // whole benchmark stays under 30 s on 16 workers (8 series of 6 runs per
+  // grain; it took 35 s there at 0.1 s per 1-worker run, the N-worker runs
+  // of a slow policy taking longer than its 1-worker runs) while an N-worker
+  // run still gives each of 16 workers ~60 tasks of 50 us.
+  const double target_s = ctx.quick() ? 0.05 / double(threads) : 0.2;  // per N-worker run
   const double ipu = iters_per_us();
   const grain grains[] = {{"500ns", 0.5}, {"5us", 5.0}, {"50us", 50.0}};
   ctx.param("threads", threads);

@@ -63,7 +63,8 @@ struct deal_stats {
   /// For threads that are not workers "the submitter's node" is round-robin.
   std::uint64_t kept_local = 0;
   /// Tasks (and parallel_for blocks) a worker took from its own node's queue
-  /// that another worker of the same node had enqueued.
+  /// that another worker of the same node had enqueued, or from the deque
+  /// of another worker of its node.
   std::uint64_t steals_same_node = 0;
   /// Tasks a worker took from another node's queue (Algorithm 2's steals).
   std::uint64_t steals_remote = 0;
@@ -84,7 +85,12 @@ struct deal_stats {
 /// node on NUMA systems"), one worker per core of the topology ("The
 /// scheduler binds one thread to each core"), worker `w` on the node of its
 /// core (synthetic `N x C`: node `w / C`). Queues are FIFO: "Tasks are added
-/// at the front and removed from the back of task queues".
+/// at the front and removed from the back of task queues". Besides, each
+/// worker has a Chase-Lev deque that only workers of its node take from,
+/// for the halves of the parallel_for blocks it splits and, on a one-node
+/// topology (where nothing is dealt or stolen across nodes), for the tasks
+/// it submits and a share of the node FIFO it takes at once: the fast path
+/// of `steal`, so that `deal` costs nothing without NUMA.
 ///
 /// **deal-work (Algorithm 1)**, at `submit`: D[j] = bytes of the task's data
 /// on node j, from `hint.bytes_on_node` if given, else from `hint.reads`
@@ -107,8 +113,10 @@ struct deal_stats {
 /// of the nearest node whose workers the threshold now lets steal from q.
 ///
 /// `parallel_for` is as in `steal_scheduler` (halving to the grain, the
-/// caller helps; an outside caller sleeps): its blocks go to the caller's
-/// node queue (an outside caller's: round-robin). The destructor runs every
+/// caller helps; an outside caller sleeps): its segments go to the caller's
+/// node queue (an outside caller's: round-robin), or, with
+/// `parallel_for_at`, to the node Algorithm 1 picks for the loop's data.
+/// The destructor runs every
 /// task already submitted (thresholds and vicinities are ignored while it
 /// drains), then joins the workers.
 ///
