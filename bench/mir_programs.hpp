@@ -18,6 +18,7 @@
 // kernels (bitwise: each output element is computed by the same operations
 // in the same order whatever the schedule).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -70,7 +71,20 @@ inline void add_floats(D_t& D, const region& r, std::size_t first, std::size_t c
 inline void add_all(D_t& D, const region& r) { add_floats(D, r, 0, r.v.size()); }
 
 /// A hint carrying D (empty D: no hint).
+/// Over the hints made since the last reset: their bytes, and the bytes
+/// that would be remote if every task ran on the node holding the most of
+/// its data -- the least remote fraction any placement of the tasks can
+/// reach for this data layout (what `numa_sim` compares dealing with).
+inline std::atomic<std::uint64_t> hinted_total{0}, hinted_floor{0};
+
 inline sinew::locality_hint hint_of(const D_t& D) {
+  std::uint64_t sum = 0, most = 0;
+  for (auto d : D) {
+    sum += d;
+    most = std::max(most, d);
+  }
+  hinted_total.fetch_add(sum, std::memory_order_relaxed);
+  hinted_floor.fetch_add(sum - most, std::memory_order_relaxed);
   sinew::locality_hint h;
   h.bytes_on_node = D;
   return h;
@@ -582,6 +596,7 @@ struct row {
   sinew::placement effective;
   double median_s = 0;          ///< 0 when not measured (--variant)
   double remote_fraction = 0;   ///< remote / hinted bytes of one untimed run
+  double floor_fraction = 0;    ///< the least remote fraction for its layout (hinted_floor)
 };
 
 inline const char* const policies[] = {"steal", "deal", "tbb"};
@@ -619,7 +634,10 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
         if (ser.stats.n) {  // one more, untimed run for the byte counts
           P->reset();
           s.reset_stats();
+          hinted_total.store(0);
+          hinted_floor.store(0);
           P->run(s);
+          if (const std::uint64_t t = hinted_total.load()) r.floor_fraction = double(hinted_floor.load()) / double(t);
           // Counters are updated before a task's function runs, so after
           // the program's last wait they are complete.
           r.remote_fraction = s.stats().remote_fraction();

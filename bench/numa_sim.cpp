@@ -56,7 +56,8 @@ void run(sb::context& ctx) {
     ctx.ratio(std::string("numa_sim_") + prog + "_remote_deal_vs_steal", v, coarse ? 0.5 : 1.05, sb::lower,
               "remote-byte fraction deal+auto / steal+auto (auto = " + std::string(sinew::to_string(deal->effective)) +
                   "): " + sb::format_double(deal->remote_fraction, 3) + " / " +
-                  sb::format_double(steal->remote_fraction, 3));
+                  sb::format_double(steal->remote_fraction, 3) + "; least possible for this layout (each task on " +
+                  "the node holding most of its data) " + sb::format_double(deal->floor_fraction, 3));
   }
 }
 
