@@ -57,4 +57,44 @@ inline bool wait_for_count(const std::atomic<std::size_t>& c, std::size_t target
   return true;
 }
 
+/// Makes a steal certain instead of likely, whatever the OS does with the
+/// threads: the first thread to run a block of the held range [lo, hi) waits
+/// in every such block until another thread has run a block of that range too.
+/// Hold one dispatched segment: its remaining blocks sit on the first thread's
+/// deque, so the other thread can only get one by stealing it. Leave out the
+/// chunk map dispatch probes on the caller (the first grain when the loop has
+/// >= 4 chunks per worker), which runs before any worker. Gives up after
+/// `timeout` (the test then fails on `stolen()`), so a broken scheduler cannot
+/// hang the suite.
+///   sched_test::steal_witness w(1, 100);
+///   s.parallel_for(200, 1, [&](std::size_t b, std::size_t) { w.block(b); spin(); });
+///   CHECK(w.stolen());
+class steal_witness {
+ public:
+  steal_witness(std::size_t lo, std::size_t hi, std::chrono::seconds timeout = std::chrono::seconds(30))
+      : lo_(lo), hi_(hi), timeout_(timeout) {}
+
+  void block(std::size_t begin) {
+    if (begin < lo_ || begin >= hi_) return;
+    const auto me = std::this_thread::get_id();
+    std::thread::id none{};
+    first_.compare_exchange_strong(none, me);
+    if (first_.load() != me) {
+      other_.store(true);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!other_.load() && std::chrono::steady_clock::now() - t0 < timeout_)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+
+  bool stolen() const { return other_.load(); }
+
+ private:
+  std::size_t lo_, hi_;
+  std::chrono::seconds timeout_;
+  std::atomic<std::thread::id> first_{};
+  std::atomic<bool> other_{false};
+};
+
 }  // namespace sched_test

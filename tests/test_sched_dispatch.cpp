@@ -147,14 +147,18 @@ TEST_CASE("map dispatch: many chunks use every worker and finished workers steal
   const std::size_t n = sched_test::scaled(4096, 512);
   std::vector<std::atomic<std::uint8_t>> hit(n);
   s->reset_stats();
-  // Uneven chunks: the first quarter is 20x heavier, so its segment's owner
-  // falls behind and the others steal its halves.
+  // The first quarter's owner waits in its blocks until another worker has
+  // stolen one of them: the others finish their segments and steal its halves
+  // (certain, not a race with the OS scheduler on a loaded machine).
+  sched_test::steal_witness witness(4, n / 4);  // the caller probes [0, 4)
   s->parallel_for(n, 4, [&](std::size_t b, std::size_t e) {
+    witness.block(b);
     for (std::size_t i = b; i < e; ++i) {
       hit[i]++;
-      spin_us(i < n / 4 ? 20 : 1);
+      spin_us(1);
     }
   });
+  CHECK(witness.stolen());
   bool once = true;
   for (auto& h : hit) once &= h.load() == 1;
   CHECK(once);

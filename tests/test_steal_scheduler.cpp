@@ -245,13 +245,18 @@ TEST_CASE("steal_scheduler: parallel_for covers the range exactly once", "[steal
 TEST_CASE("steal_scheduler: idle workers steal a worker's parallel_for blocks", "[steal][scheduler]") {
   steal_scheduler s(2);
   std::atomic<std::size_t> blocks{0};
-  // From outside: the root is injected, one worker splits it on its deque and
-  // the other steals.
-  s.parallel_for(200, 1, [&](std::size_t, std::size_t) {
+  // From outside: the caller probes block 0, then two segments are injected;
+  // whoever runs [1, 100) splits it onto its deque and waits there until the
+  // other worker has stolen one of its blocks (however the OS schedules the
+  // two threads). The spin keeps the loop too long to run inline.
+  sched_test::steal_witness witness(1, 100);
+  s.parallel_for(200, 1, [&](std::size_t b, std::size_t) {
+    witness.block(b);
     spin_for(std::chrono::microseconds(200));
     blocks++;
   });
   CHECK(blocks.load() == 200);
+  CHECK(witness.stolen());
   auto st = s.stats();
   std::uint64_t steals = 0, attempts = 0;
   for (const auto& w : st.workers) {
