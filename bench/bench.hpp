@@ -184,6 +184,29 @@ inline void clobber_memory() { asm volatile("" : : : "memory"); }
 /// Seconds since an arbitrary epoch (steady clock).
 double now_seconds();
 
+/// Busy work of a known length for grain benchmarks: `iters` rounds of a
+/// dependent multiply-add on a register (cannot be vectorised or folded:
+/// each round needs the previous one; no memory, so no store-forwarding or
+/// memory-renaming effects: a volatile stack counter ran 1 to 5 cycles per
+/// round on the 16-core Sapphire Rapids host from run to run). The empty
+/// volatile asm makes the call a side effect, so the compiler cannot move it
+/// out of a timed region.
+[[gnu::noinline]] inline float burn(float x, std::uint32_t iters) {
+  asm volatile("" : "+x"(x) : : "memory");
+  for (std::uint32_t k = 0; k < iters; ++k) x = x * 0.99990f + 0.00011f;
+  return x;
+}
+
+/// burn() rounds per microsecond on this core (best of 7 tries of >= 5 ms),
+/// measured once per process.
+double burn_rounds_per_us();
+
+/// burn() rounds for `us` microseconds of work (at least 1).
+inline std::uint32_t burn_rounds(double us) {
+  const double r = us * burn_rounds_per_us() + 0.5;
+  return r < 1.0 ? 1u : r > 4.0e9 ? 4000000000u : std::uint32_t(r);
+}
+
 /// Threads the peers (TBB, OpenMP) and Sinew's default scheduler use.
 unsigned thread_count();
 

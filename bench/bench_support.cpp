@@ -155,6 +155,26 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double burn_rounds_per_us() {
+  static const double v = [] {
+    std::uint32_t iters = 1 << 14;
+    for (;;) {  // grow until one try takes >= 5 ms
+      double t0 = now_seconds();
+      do_not_optimize(burn(1.5f, iters));
+      if (now_seconds() - t0 >= 5e-3 || iters >= (1u << 30)) break;
+      iters *= 2;
+    }
+    double best = 1e30;
+    for (int k = 0; k < 7; ++k) {
+      double t0 = now_seconds();
+      do_not_optimize(burn(1.5f, iters));
+      best = std::min(best, now_seconds() - t0);
+    }
+    return double(iters) / (best * 1e6);
+  }();
+  return v;
+}
+
 namespace {
 unsigned g_threads = 0;
 }

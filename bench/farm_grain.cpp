@@ -33,36 +33,7 @@ namespace {
 
 namespace sb = sinew_bench;
 
-/// `iters` rounds of a dependent multiply-add on `x` (cannot be vectorised
-/// or folded: each round needs the previous one). The empty volatile asm
-/// makes the call a side effect, so the compiler cannot move it out of a
-/// timed region as it may move a pure function's call.
-[[gnu::noinline]] float burn(float x, std::uint32_t iters) {
-  asm volatile("" : "+x"(x) : : "memory");
-  for (std::uint32_t k = 0; k < iters; ++k) x = x * 0.99990f + 0.00011f;
-  return x;
-}
-
-/// burn() rounds per microsecond on this core (best of 7 tries of >= 5 ms).
-double rounds_per_us() {
-  static const double v = [] {
-    std::uint32_t iters = 1 << 14;
-    for (;;) {
-      double t0 = sb::now_seconds();
-      sb::do_not_optimize(burn(1.5f, iters));
-      if (sb::now_seconds() - t0 >= 5e-3 || iters >= (1u << 30)) break;
-      iters *= 2;
-    }
-    double best = 1e30;
-    for (int k = 0; k < 7; ++k) {
-      double t0 = sb::now_seconds();
-      sb::do_not_optimize(burn(1.5f, iters));
-      best = std::min(best, sb::now_seconds() - t0);
-    }
-    return double(iters) / (best * 1e6);
-  }();
-  return v;
-}
+using sb::burn;
 
 /// The farm's leaf: one item's work.
 struct Burn {
@@ -85,14 +56,14 @@ void run(sb::context& ctx) {
   // One core's work per run: 0.1 s (quick 0.02 s, smoke 2 ms) whatever the grain.
   const double work_s = ctx.smoke() ? 0.002 : ctx.quick() ? 0.02 : 0.1;
   const std::vector<unsigned> cores = core_counts(all);
-  ctx.param("burn_rounds_per_us", sb::format_double(rounds_per_us(), 1));
+  ctx.param("burn_rounds_per_us", sb::format_double(sb::burn_rounds_per_us(), 1));
   ctx.param("work_per_run_1core_s", sb::format_double(work_s, 3));
   std::string cs;
   for (unsigned k : cores) cs += (cs.empty() ? "" : ",") + std::to_string(k);
   ctx.param("cores", cs);
 
   for (double g_us : grains_us) {
-    const std::uint32_t iters = std::max<std::uint32_t>(1, std::uint32_t(g_us * rounds_per_us() + 0.5));
+    const std::uint32_t iters = sb::burn_rounds(g_us);
     const std::size_t n = std::max<std::size_t>(64, std::size_t(work_s * 1e6 / g_us));
     const std::string gname = grain_name(g_us);
     ctx.param("items_" + gname, n);

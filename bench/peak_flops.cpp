@@ -54,7 +54,7 @@ constexpr int chains = 12;
 /// `iters` rounds of `chains` independent a = a*m + c on vectors of T;
 /// returns a value depending on all of them (so nothing is optimised away).
 template <class T>
-[[gnu::noinline]] T burn(std::size_t iters, T seed) {
+[[gnu::noinline]] T fma_chains(std::size_t iters, T seed) {
   vec<T> a[chains];
   for (int k = 0; k < chains; ++k) a[k] = vec<T>{} + (seed + T(k) * T(0.001));
   const vec<T> m = vec<T>{} + T(0.9999999), c = vec<T>{} + T(1e-7);
@@ -79,14 +79,14 @@ const sb::series& measure_peak(sb::context& ctx, const char* type, unsigned thre
   volatile T sink = 0;
   auto run = [&] {
     if (threads == 1) {
-      sink = burn<T>(iters, T(1));
+      sink = fma_chains<T>(iters, T(1));
       return;
     }
     sb::peer_arena().execute([&] {
       tbb::parallel_for(
           tbb::blocked_range<unsigned>(0, threads, 1),
           [&](const tbb::blocked_range<unsigned>& r) {
-            for (unsigned t = r.begin(); t < r.end(); ++t) sb::do_not_optimize(burn<T>(iters, T(1 + t)));
+            for (unsigned t = r.begin(); t < r.end(); ++t) sb::do_not_optimize(fma_chains<T>(iters, T(1 + t)));
           },
           tbb::static_partitioner());
     });
@@ -109,7 +109,7 @@ std::size_t iters_for(double seconds) {
   std::size_t it = 1 << 16;
   for (;;) {
     double t0 = sb::now_seconds();
-    sb::do_not_optimize(burn<float>(it, 1.0f));
+    sb::do_not_optimize(fma_chains<float>(it, 1.0f));
     double dt = sb::now_seconds() - t0;
     if (dt > 0.01 || it > (std::size_t(1) << 34)) return std::max<std::size_t>(1, std::size_t(double(it) * seconds / dt));
     it *= 4;
@@ -155,7 +155,7 @@ double peak_gflops_float(context& ctx) {
       tbb::parallel_for(
           tbb::blocked_range<unsigned>(0, n, 1),
           [&](const tbb::blocked_range<unsigned>& rg) {
-            for (unsigned t = rg.begin(); t < rg.end(); ++t) do_not_optimize(burn<float>(iters, float(1 + t)));
+            for (unsigned t = rg.begin(); t < rg.end(); ++t) do_not_optimize(fma_chains<float>(iters, float(1 + t)));
           },
           tbb::static_partitioner());
     });

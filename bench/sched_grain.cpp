@@ -1,6 +1,6 @@
 // sched_grain: how well each scheduling policy scales independent tasks of
-// a given grain. Tasks of 0.5, 5 and 50 us of busy work (a spin on a local
-// volatile accumulator, calibrated once to the requested duration) are all
+// a given grain. Tasks of 0.5, 5 and 50 us of busy work (sb::burn, a
+// register multiply-add chain calibrated once to the requested duration) are all
 // submitted from the main thread through a task group, which then waits.
 // Every policy runs the same tasks with all its workers and with one; the
 // speedup is the 1-worker time over the N-worker time (same policy), the
@@ -25,35 +25,8 @@ namespace {
 
 namespace sb = sinew_bench;
 
-/// Busy work: `iters` dependent load/add/store rounds on a local volatile
-/// (nothing shared, so tasks on different cores do not interfere).
-void spin(std::uint64_t iters) {
-  volatile std::uint64_t acc = 0;
-  for (std::uint64_t i = 0; i < iters; ++i) acc = acc + i;
-}
-
-/// Spin iterations per microsecond on this thread (best of several tries
-/// of >= 5 ms each), measured once.
-double iters_per_us() {
-  static const double v = [] {
-    std::uint64_t iters = 1 << 16;
-    for (;;) {  // grow until one try takes >= 5 ms
-      double t0 = sb::now_seconds();
-      spin(iters);
-      double t = sb::now_seconds() - t0;
-      if (t >= 5e-3) break;
-      iters *= 2;
-    }
-    double best = 1e30;
-    for (int k = 0; k < 7; ++k) {
-      double t0 = sb::now_seconds();
-      spin(iters);
-      best = std::min(best, sb::now_seconds() - t0);
-    }
-    return double(iters) / (best * 1e6);
-  }();
-  return v;
-}
+/// One task's work (sb::burn: the same on every core and every run).
+void spin(std::uint32_t iters) { sb::do_not_optimize(sb::burn(1.5f, iters)); }
 
 std::unique_ptr<sinew::scheduler> make_policy(const std::string& p, unsigned threads) {
   if (p == "tbb") return std::make_unique<sinew::tbb_scheduler>(threads);
@@ -80,21 +53,21 @@ void run(sb::context& ctx) {
   // of a slow policy taking longer than its 1-worker runs) while an N-worker
   // run still gives each of 16 workers ~60 tasks of 50 us.
   const double target_s = ctx.quick() ? 0.05 / double(threads) : 0.2;  // per N-worker run
-  const double ipu = iters_per_us();
+  const double ipu = sb::burn_rounds_per_us();
   const grain grains[] = {{"500ns", 0.5}, {"5us", 5.0}, {"50us", 50.0}};
   ctx.param("threads", threads);
-  ctx.param("spin_iters_per_us", sb::format_double(ipu, 1));
+  ctx.param("burn_rounds_per_us", sb::format_double(ipu, 1));
   ctx.param("target_seconds_per_run", sb::format_double(target_s, 4));
   ctx.note("tasks per grain: enough for ~" + sb::format_double(target_s, 4) + " s with " + std::to_string(threads) +
            " workers at perfect scaling (the 1-worker runs take " + std::to_string(threads) + "x as long)");
 
   const char* policies[] = {"tbb", "steal", "deal"};
   for (const grain& g : grains) {
-    const std::uint64_t iters = std::max<std::uint64_t>(1, std::uint64_t(std::llround(g.us * ipu)));
+    const std::uint32_t iters = sb::burn_rounds(g.us);
     const std::size_t n = std::max<std::size_t>(
         threads * 4, std::size_t(std::llround(target_s * double(threads) / (g.us * 1e-6))));
     ctx.param(std::string("tasks_") + g.label, n);
-    ctx.param(std::string("spin_iters_") + g.label, iters);
+    ctx.param(std::string("burn_rounds_") + g.label, iters);
     auto per_task_ns = [n](double s) { return s / double(n) * 1e9; };
 
     // Sinew: sinew::task_group on the policy; checked with the scheduler's
@@ -169,7 +142,7 @@ void run(sb::context& ctx) {
       add("oneTBB", many, one);
       if (one.stats.n)
         ctx.note(std::string("grain ") + g.label + ": " + std::to_string(n) + " tasks, " + std::to_string(iters) +
-                 " spin iterations each; measured on oneTBB x1: " +
+                 " burn rounds each; measured on oneTBB x1: " +
                  sb::format_double(one.stats.median / 1e3, 3) + " us per task (work + overhead)");
     }
     std::string line = std::string("grain ") + g.label + ": speedup over 1 worker (efficiency):";

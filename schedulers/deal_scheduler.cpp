@@ -72,8 +72,7 @@ struct deal_scheduler::impl {
     std::mutex m;
     std::deque<task*> q;                          // push_front, take from the back
     alignas(64) std::atomic<std::size_t> size{0};  // mirrors q.size() for lock-free looks
-    alignas(64) std::atomic<std::uint32_t> sleepers{0};      // idle workers registered to sleep
-    alignas(64) std::atomic<std::uint32_t> wake_epoch{0};    // their futex word
+    workers::parking_lot lot;  // the node's searching and parked workers
     alignas(64) std::atomic<std::uint32_t> loop_waiters{0};  // workers sleeping in parallel_for
     alignas(64) std::atomic<std::uint32_t> loop_epoch{0};    // their futex word
     std::vector<int> steal_order;  // other nodes of the vicinity, nearest first
@@ -99,6 +98,7 @@ struct deal_scheduler::impl {
     int cpu = -1;
     impl* owner = nullptr;
     unsigned depth = 0;  // owner only: tasks on this thread's stack (> 1: helping)
+    workers::parking_lot::parker park;  // in its node's lot
     alignas(64) std::atomic<std::uint64_t> refused{0}, kept_local{0};
   };
 
@@ -161,43 +161,45 @@ struct deal_scheduler::impl {
 
   // ------------------------------------------------------------ sleep protocol
   //
-  // The protocol of steal_scheduler.cpp, per node: an idle worker of node n
-  // registers in nodes[n].sleepers (S1), fences (S2), reads nodes[n].wake_epoch
-  // (S3), looks for work once more (S4: own queue, then the steals
-  // Algorithm 2 allows), and futex-waits on the epoch (S5) only if it found
-  // nothing. A push to node q (P1, under q's lock, size updated) fences (P2)
-  // and, if q has registered sleepers (P3), bumps q's epoch (P4) and wakes
-  // one (P5). The fence argument of steal_scheduler.cpp applies as is: a
-  // task pushed to q is either seen by a looking worker of q or followed by
-  // a wake of a registered sleeper of q, and every worker of q may take it.
-  // So a task is never stranded while q has an idle worker; when q has none,
-  // q's workers are running tasks (or backing off, not yet registered) and
-  // look at q's queue again before sleeping.
+  // The protocol of steal_scheduler.cpp (workers::parking_lot), per node: a
+  // worker of node n that finds no work searches (counted in nodes[n].lot)
+  // through Algorithm 2's exponential back-off, then registers as parked,
+  // fences, looks once more (own queue, the deques of its node, the steals
+  // Algorithm 2 allows) and parks on its own word only if it found nothing.
+  // A push to node q (P1, under q's lock, size updated) fences (P2) and
+  // wakes one parked worker of q unless one of q's workers is searching
+  // (P3). The argument of worker_common.hpp applies per node: a task pushed
+  // to q is seen by a searcher of q, by a worker of q that parks later, or
+  // is followed by a wake of a parked worker of q, and every worker of q may
+  // take it. So a task is never stranded while q has an idle worker; when q
+  // has none, q's workers are running tasks and look at q's queue again
+  // before they park.
   //
-  // Load balance on top of that: when q has no sleeper, the push wakes one
-  // sleeper of the nearest node whose workers Algorithm 2 now lets steal
-  // from q (queue length above their threshold). That wake is only an
-  // optimisation: liveness does not depend on it.
+  // Load balance on top of that: when q has neither a parked nor a
+  // searching worker, the push wakes one parked worker of the nearest node
+  // whose workers Algorithm 2 now lets steal from q (queue length above
+  // their threshold). That wake is only an optimisation: liveness does not
+  // depend on it.
   //
-  // Shutdown: `stopping` is set, every node's epoch bumped, everyone woken.
+  // Shutdown: `stopping` is set, every node's parked workers are woken.
   // While stopping, a worker may take from any queue (no threshold, no
-  // vicinity) and leaves only when it sees every queue empty, so the last
-  // worker running drains whatever the running tasks still push.
+  // vicinity), never parks, and leaves only when it sees every queue empty,
+  // so the last worker running drains whatever the running tasks still push.
   //
   // Workers waiting inside parallel_for sleep on their node's loop_epoch,
   // registered in loop_waiters; a finished loop wakes all loop waiters of
-  // every node; a push to q that finds no idle sleeper of q wakes one loop
-  // waiter of q so it can help. Outside threads waiting for an injected
-  // parallel_for use ext_waiters / ext_epoch.
+  // every node; a push to q that finds no parked and no searching worker of
+  // q wakes one loop waiter of q so it can help. Outside threads waiting
+  // for an injected parallel_for use ext_waiters / ext_epoch.
 
   void announce_work(int q, std::size_t len) noexcept {
     node_queue& Q = *nodes[std::size_t(q)];
     detail::seq_cst_fence();  // P2
-    if (Q.sleepers.load(std::memory_order_relaxed) != 0) {  // P3
-      Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      sc.count_wakes(futex_wake(Q.wake_epoch, 1));           // P5
+    if (const int k = Q.lot.wake_one()) {  // P3
+      sc.count_wakes(k);
       return;
     }
+    if (Q.lot.searching() != 0) return;
     if (Q.loop_waiters.load(std::memory_order_relaxed) != 0) {
       Q.loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(Q.loop_epoch, 1);
@@ -205,30 +207,34 @@ struct deal_scheduler::impl {
     }
     // Nearest node (in q's vicinity) whose workers may steal from q now.
     for (int n : Q.steal_order) {
-      node_queue& T = *nodes[std::size_t(n)];
       if (!may_steal(n, q, len)) continue;
-      if (T.sleepers.load(std::memory_order_relaxed) != 0) {
-        T.wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-        sc.count_wakes(futex_wake(T.wake_epoch, 1));
+      if (const int k = nodes[std::size_t(n)]->lot.wake_one()) {
+        sc.count_wakes(k);
         return;
       }
     }
   }
 
   // Map dispatch: `m` tasks were pushed to q at once (queue length `len`).
-  // One system call wakes up to m sleepers of q; with none asleep there,
-  // the single-push rule applies (a loop waiter of q, or a near node the
-  // threshold lets steal).
+  // Up to m parked workers of q are woken, less those of q searching; with
+  // none parked there, the single-push rule applies (a loop waiter of q, or
+  // a near node the threshold lets steal).
   void announce_work_n(int q, std::size_t m, std::size_t len) noexcept {
     node_queue& Q = *nodes[std::size_t(q)];
-    detail::seq_cst_fence();                                         // P2
-    const std::uint32_t s = Q.sleepers.load(std::memory_order_relaxed);  // P3
-    if (s != 0) {
-      Q.wake_epoch.fetch_add(1, std::memory_order_seq_cst);          // P4
-      sc.count_wakes(futex_wake(Q.wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
+    detail::seq_cst_fence();  // P2
+    if (const int k = Q.lot.wake_n(m)) {
+      sc.count_wakes(k);
       return;
     }
     announce_work(q, len);
+  }
+
+  // W found work while searching: if it was its node's last searcher and
+  // more work is visible to the node, another worker is woken for it.
+  void found_while_searching(worker& w) noexcept {
+    node_queue& Q = *nodes[std::size_t(w.node)];
+    if (Q.lot.stop_searching(w.park) && work_visible(w))
+      announce_work(w.node, Q.size.load(std::memory_order_relaxed));
   }
 
   // Pushes tasks [first, last) to q in one step; returns the queue length.
@@ -255,8 +261,7 @@ struct deal_scheduler::impl {
 
   void wake_all() noexcept {
     for (auto& Q : nodes) {
-      Q->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-      futex_wake(Q->wake_epoch, INT_MAX);
+      Q->lot.wake_all();
       Q->loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(Q->loop_epoch, INT_MAX);
     }
@@ -383,26 +388,24 @@ struct deal_scheduler::impl {
   }
 
 
-  // A block of a parallel_for: give away right halves (to this worker's
-  // node queue) while longer than the grain, then run the leftmost part.
-  // As in `steal`, the halves wake no one: the dispatch woke the workers
-  // the loop can use, and a worker looks at its queue before it sleeps.
+  // A block of a parallel_for (workers::run_blocks): halves go to this
+  // worker's deque, where its node's other workers may steal them. As in
+  // `steal`, the halves wake no one: the dispatch woke the workers the loop
+  // can use, and a worker looks at its queue before it parks.
   void run_block(worker& w, task* t) noexcept {
-    loop_ctx* L = t->loop;
-    std::size_t b = t->b, e = t->e;
-    tl_cache.put(t);
-    while (e - b > L->grain) {
-      std::size_t mid = b + (e - b) / 2;
-      task* r = tl_cache.get();
-      r->loop = L;
-      r->b = mid;
-      r->e = e;
-      r->submitter = int(w.index);
-      w.dq.push(r);
-      e = mid;
-    }
-    w.count_block(*L, b, e, w.node);
-    if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
+    const int me = int(w.index);
+    const bool last = workers::run_blocks(
+        w, t,
+        [me](loop_ctx* L, std::size_t b, std::size_t e) {
+          task* r = tl_cache.get();
+          r->loop = L;
+          r->b = b;
+          r->e = e;
+          r->submitter = me;
+          return r;
+        },
+        [](task* x) { tl_cache.put(x); });
+    if (last) announce_loop_done();  // the loop may be gone now
   }
 
   // Exponential back-off step `d` (ns) of worker w: up to 2 us it spins,
@@ -491,33 +494,46 @@ struct deal_scheduler::impl {
     for (;;) {
       bool contended = false;
       if (task* t = find_work(w, contended)) {
+        found_while_searching(w);
         run_task(w, t);
         d = bmin();
         continue;
       }
       if (contended) continue;
+      Q.lot.start_searching(w.park);
       if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
         backoff_wait(w, d);  // exponential back-off of Algorithm 2
         d *= 2;
         continue;
       }
-      // Sleep (protocol above: S1..S6).
-      Q.sleepers.fetch_add(1, std::memory_order_seq_cst);              // S1
-      detail::seq_cst_fence();                                         // S2
-      std::uint32_t e = Q.wake_epoch.load(std::memory_order_seq_cst);  // S3
-      task* t = find_work(w, contended);                               // S4
-      bool stop = false;
-      if (!t && !contended) {
-        // Stopping: never sleep (the destructor's wake came once); leave
+      // Park (protocol above).
+      Q.lot.prepare_park(w.park);
+      detail::seq_cst_fence();
+      task* t = find_work(w, contended);
+      const bool stopping_now = stopping.load(std::memory_order_seq_cst);
+      if (t || contended || stopping_now) {
+        const bool popped = Q.lot.cancel_park(w.park);  // popped meanwhile: a counted searcher
+        if (t) {
+          // Leaving searching in prepare_park may have made W its node's
+          // last searcher: more visible work gets a worker of its own.
+          if (popped) found_while_searching(w);
+          else if (work_visible(w)) announce_work(w.node, Q.size.load(std::memory_order_relaxed));
+          run_task(w, t);
+          d = bmin();
+          continue;
+        }
+        if (contended) continue;
+        // Stopping: never park (the destructor's wake came once); leave
         // when every queue is empty, else look again.
-        if (stopping.load(std::memory_order_seq_cst)) stop = all_empty();
-        else futex_wait(Q.wake_epoch, e);                              // S5
+        if (all_empty()) {
+          Q.lot.stop_searching(w.park);
+          break;
+        }
+        std::this_thread::yield();
+        continue;
       }
-      Q.sleepers.fetch_sub(1, std::memory_order_seq_cst);              // S6
-      if (t) run_task(w, t);
-      if (stop) break;
-      if (!t && stopping.load(std::memory_order_relaxed)) std::this_thread::yield();
-      d = t ? bmin() : bmax() * 2;  // woken without work: look once, then sleep again
+      Q.lot.park(w.park);
+      d = bmin();  // woken: a counted searcher
     }
     tl_worker = nullptr;
   }

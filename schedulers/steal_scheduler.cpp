@@ -81,6 +81,7 @@ struct steal_scheduler::impl {
     int node = 0;   // NUMA node of the worker
     int cpu = -1;   // CPU to pin to (-1: none)
     impl* owner = nullptr;
+    workers::parking_lot::parker park;  // idle protocol (worker_common.hpp)
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
@@ -99,9 +100,8 @@ struct steal_scheduler::impl {
   std::deque<task*> inj;
   alignas(64) std::atomic<std::size_t> inj_size{0};
 
-  // Sleeping (see "Sleep protocol" below).
-  alignas(64) std::atomic<std::uint32_t> sleepers{0};       // idle workers registered to sleep
-  alignas(64) std::atomic<std::uint32_t> wake_epoch{0};     // their futex word
+  // Searching and parked workers (see "Sleep protocol" below).
+  workers::parking_lot lot;
   alignas(64) std::atomic<std::uint32_t> loop_waiters{0};   // workers sleeping in parallel_for
   alignas(64) std::atomic<std::uint32_t> loop_epoch{0};     // their futex word
   alignas(64) std::atomic<std::uint32_t> ext_waiters{0};    // outside threads in parallel_for
@@ -118,79 +118,70 @@ struct steal_scheduler::impl {
 
   // ------------------------------------------------------------ sleep protocol
   //
-  // Idle workers (no lost wake-ups):
+  // Idle workers follow workers::parking_lot (worker_common.hpp: searching
+  // workers, parking on a word of their own, the no-lost-wake-up argument):
   //
-  //   sleeper (worker W)                     submitter (any thread)
-  //   S1 sleepers.fetch_add(1)               P1 push the task (deque bottom or
-  //   S2 fence(seq_cst)                         injection queue + inj_size)
-  //   S3 e = wake_epoch.load()               P2 fence(seq_cst)
-  //   S4 look at every queue (pop own,       P3 if sleepers.load() > 0:
-  //      injection, steal round); found         P4 wake_epoch.fetch_add(1)
-  //      or lost a steal race: run / retry      P5 futex_wake(wake_epoch, 1)
-  //   S5 futex_wait(wake_epoch, e)
-  //   S6 sleepers.fetch_sub(1)
+  //   worker W                               submitter (any thread)
+  //   find_work fails: start searching       P1 push the task (deque bottom or
+  //   spin/yield rounds, each a find_work       injection queue + inj_size)
+  //   found: stop searching; if it was the   P2 fence(seq_cst)
+  //     last searcher and more work is       P3 lot.wake_one(): nothing when a
+  //     visible, wake one more                  worker searches or none is
+  //   none: prepare_park, fence, find_work      parked; else pop one parked
+  //     once more; found: cancel_park           worker, count it searching,
+  //     (popped meanwhile: searching), run      wake it
+  //   else park until popped: searching
   //
-  // Claim: if a task is pushed, then W does not stay asleep in S5 while the
-  // task sits in a queue and no other thread will run it. The two seq_cst
-  // fences S2 and P2 are totally ordered:
-  //  * P2 before S2: P1 happens before the loads of S4 (store, fence P2,
-  //    fence S2, load: the load sees the store or a later one), so W finds
-  //    the task (or finds that someone took it: top moved, or the deque/queue
-  //    was changed by a thread that is running it), and does not sleep.
-  //  * S2 before P2: P3 reads sleepers after S1, so it sees W registered and
-  //    performs P4 and P5. If W's load S3 read a value older than P4's, W's
-  //    futex_wait in S5 either sees the changed word and returns at once, or
-  //    was already queued in the kernel and is woken by P5 -- unless P5
-  //    woke another registered sleeper instead, which then looks for work
-  //    itself (one push, one wake, one worker that looks: the task is not
-  //    lost). If S3 read P4's value (or a later one), S3 synchronizes with
-  //    P4, P1 happens before S4, and W finds the task as above.
-  // So a task is always either found by a looking worker or followed by a
-  // wake of a registered sleeper. A submitter that sees sleepers == 0 makes
-  // no system call: when every worker is busy, a submit costs one fence.
-  // Stealing at S4 that loses a race means another thread took something
-  // and the deque may hold more: W does not sleep then.
+  // When every worker is busy a submit costs one fence and two loads; a
+  // burst of submits while a worker searches makes no system call, and the
+  // searcher that finds work wakes the next one only when more is visible
+  // (so a map of m chunks wakes m workers, no more). Stealing that loses a
+  // race means another thread took something and the deque may hold more:
+  // W looks again rather than park.
   //
-  // Shutdown uses the same handshake: stopping.store(true) then P4 and a
-  // wake of all; a worker that read stopping == false in S4 had read its
-  // epoch before the bump, so its futex_wait returns.
+  // Shutdown: `stopping` is set, then every parked worker is popped and
+  // woken; a worker that registers later reads `stopping` after the lock
+  // the destructor released, so it never parks; a worker leaves when its
+  // re-check finds nothing while stopping.
   //
   // Workers waiting inside parallel_for for the last blocks of their loop
-  // (which other workers are running) sleep the same way on loop_epoch,
-  // registered in loop_waiters; they are woken (all of them: the word is
-  // shared) when any loop finishes -- finisher: remaining.fetch_sub to 0,
-  // fence, if loop_waiters > 0 bump loop_epoch and wake all; waiter:
-  // loop_waiters++, fence, read loop_epoch, re-check remaining and the
-  // queues, futex_wait -- the same fence argument. A push that finds no idle
-  // sleeper wakes one loop waiter so it can help. Outside threads waiting
+  // (which other workers are running) sleep on loop_epoch, registered in
+  // loop_waiters; they are woken (all of them: the word is shared) when any
+  // loop finishes -- finisher: remaining.fetch_sub to 0, fence, if
+  // loop_waiters > 0 bump loop_epoch and wake all; waiter: loop_waiters++,
+  // fence, read loop_epoch, re-check remaining and the queues, futex_wait --
+  // the same fence argument. A push that finds no parked worker and no
+  // searcher wakes one loop waiter so it can help. Outside threads waiting
   // for an injected parallel_for use ext_waiters / ext_epoch likewise (kept
   // apart so that they never absorb a wake meant for a helper).
 
   void announce_work() noexcept {
     detail::seq_cst_fence();  // P2
-    if (sleepers.load(std::memory_order_relaxed) != 0) {  // P3
-      wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      sc.count_wakes(futex_wake(wake_epoch, 1));           // P5
-    } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
+    const int k = lot.wake_one();  // P3
+    sc.count_wakes(k);
+    if (k == 0 && lot.searching() == 0 && loop_waiters.load(std::memory_order_relaxed) != 0) {
       loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(loop_epoch, 1);
     }
   }
 
-  // After pushing `m` tasks at once (map dispatch): P2..P5 of the sleep
-  // protocol with one system call waking up to m sleepers. Every registered
-  // sleeper is woken when there are fewer than m; a task no one was woken
-  // for is found by a looking worker, or by the loop's caller, who helps.
+  // After pushing `m` tasks at once (map dispatch): up to m parked workers
+  // are woken, less those already searching; a task no one was woken for is
+  // found by a searcher, or by the loop's caller, who helps.
   void announce_work(std::size_t m) noexcept {
     detail::seq_cst_fence();  // P2
-    const std::uint32_t s = sleepers.load(std::memory_order_relaxed);  // P3
-    if (s != 0) {
-      wake_epoch.fetch_add(1, std::memory_order_seq_cst);  // P4
-      sc.count_wakes(futex_wake(wake_epoch, int(std::min<std::size_t>(m, s))));  // P5
-    } else if (loop_waiters.load(std::memory_order_relaxed) != 0) {
+    const int k = lot.wake_n(m);
+    sc.count_wakes(k);
+    if (k == 0 && lot.searching() == 0 && loop_waiters.load(std::memory_order_relaxed) != 0) {
       loop_epoch.fetch_add(1, std::memory_order_seq_cst);
       futex_wake(loop_epoch, int(std::min<std::size_t>(m, INT_MAX)));
     }
+  }
+
+  // W found task t while searching: if it was the last searcher and more
+  // work is visible, another worker is woken for it (the parking_lot duty).
+  void found_while_searching(worker& w) noexcept {
+    if (lot.stop_searching(w.park) && work_visible(w)) announce_work();
   }
 
   void announce_loop_done() noexcept {
@@ -282,25 +273,21 @@ struct steal_scheduler::impl {
   }
 
 
-  // A block of a parallel_for: give away right halves while longer than the
-  // grain, then run the leftmost part.
+  // A block of a parallel_for (workers::run_blocks). The halves wake no
+  // one: the dispatch woke the workers the loop can use, and a worker looks
+  // at every deque before it parks.
   void run_block(worker& w, task* t) noexcept {
-    loop_ctx* L = t->loop;
-    std::size_t b = t->b, e = t->e;
-    tl_cache.put(t);
-    // The halves wake no one: the dispatch woke the workers the loop can
-    // use, and a worker looks at every deque before it sleeps.
-    while (e - b > L->grain) {
-      std::size_t mid = b + (e - b) / 2;
-      task* r = tl_cache.get();
-      r->loop = L;
-      r->b = mid;
-      r->e = e;
-      w.dq.push(r);
-      e = mid;
-    }
-    w.count_block(*L, b, e, w.node);
-    if (L->run_leaf(b, e)) announce_loop_done();  // L may be gone now
+    const bool last = workers::run_blocks(
+        w, t,
+        [](loop_ctx* L, std::size_t b, std::size_t e) {
+          task* r = tl_cache.get();
+          r->loop = L;
+          r->b = b;
+          r->e = e;
+          return r;
+        },
+        [](task* x) { tl_cache.put(x); });
+    if (last) announce_loop_done();  // the loop may be gone now
   }
 
   // A worker waits for its loop: it runs whatever it can find meanwhile.
@@ -358,26 +345,38 @@ struct steal_scheduler::impl {
     for (;;) {
       bool contended = false;
       if (task* t = find_work(w, contended)) {
+        found_while_searching(w);
         run_task(w, t);
         idle = 0;
         continue;
       }
       if (contended) continue;
+      lot.start_searching(w.park);
       if (idle < spin_rounds) {
         idle_backoff(idle++);
         continue;
       }
-      // Sleep (protocol above: S1..S6).
-      sleepers.fetch_add(1, std::memory_order_seq_cst);          // S1
-      detail::seq_cst_fence();       // S2
-      std::uint32_t e = wake_epoch.load(std::memory_order_seq_cst);  // S3
-      task* t = find_work(w, contended);                         // S4
-      bool stop = !t && !contended && stopping.load(std::memory_order_seq_cst);
-      if (!t && !contended && !stop) futex_wait(wake_epoch, e);  // S5
-      sleepers.fetch_sub(1, std::memory_order_seq_cst);          // S6
-      if (t) run_task(w, t);
-      if (stop) break;  // nothing left anywhere this worker could see
-      idle = t ? 0 : pause_rounds;
+      // Park (protocol above).
+      lot.prepare_park(w.park);
+      detail::seq_cst_fence();
+      task* t = find_work(w, contended);
+      if (t || contended || stopping.load(std::memory_order_seq_cst)) {
+        const bool popped = lot.cancel_park(w.park);  // popped meanwhile: a counted searcher
+        if (t) {
+          // Leaving searching in prepare_park may have made W the last
+          // searcher: more visible work gets a worker of its own.
+          if (popped) found_while_searching(w);
+          else if (work_visible(w)) announce_work();
+          run_task(w, t);
+          idle = 0;
+          continue;
+        }
+        if (contended) continue;
+        lot.stop_searching(w.park);
+        break;  // stopping, and nothing left anywhere this worker could see
+      }
+      lot.park(w.park);
+      idle = 0;  // woken: a counted searcher
     }
     tl_worker = nullptr;
   }
@@ -456,8 +455,7 @@ void steal_scheduler::start() {
     }
   } catch (...) {
     p_->stopping.store(true, std::memory_order_seq_cst);
-    p_->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(p_->wake_epoch, INT_MAX);
+    p_->lot.wake_all();
     for (auto& w : p_->workers)
       if (w->th.joinable()) w->th.join();
     throw;
@@ -468,8 +466,7 @@ steal_scheduler::~steal_scheduler() {
   // Workers leave once they see `stopping` and find no work; tasks still
   // queued (and the ones they spawn) run first.
   p_->stopping.store(true, std::memory_order_seq_cst);
-  p_->wake_epoch.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake(p_->wake_epoch, INT_MAX);
+  p_->lot.wake_all();
   for (auto& w : p_->workers) w->th.join();
   // A task left in the injection queue after every worker left can only come
   // from a submit that raced with the destructor (undefined); free it.

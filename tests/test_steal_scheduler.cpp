@@ -380,17 +380,21 @@ TEST_CASE("steal_scheduler: tasks submitted by a worker are stolen by the others
           "[steal][scheduler][tsan]") {
   steal_scheduler s(2);
   std::atomic<std::size_t> done{0};
-  // 100 ms of work on one deque: the other worker gets a core in that time
-  // even on a loaded machine.
+  // The kids sit on the parent's deque; the parent's worker then waits until
+  // a kid has run on another thread, which can only have stolen it.
   const std::size_t kids = 1000;
+  sched_test::steal_witness witness(0, 1);
   s.submit([&] {
     for (std::size_t i = 0; i < kids; ++i)
       s.submit([&] {
-        spin_for(std::chrono::microseconds(100));
+        witness.block(0);
+        spin_for(std::chrono::microseconds(10));
         done.fetch_add(1);
       });
+    witness.block(0);
   });
   REQUIRE(wait_for_count(done, kids));
+  CHECK(witness.stolen());
   std::uint64_t steals = 0;
   for (const auto& w : s.stats().workers) steals += w.steals;
   CHECK(steals > 0);
