@@ -2,8 +2,9 @@
 """Fills the tables of docs/performance.md from committed sinew-bench JSON results.
 
     python3 bench/perf_tables.py \\
-        --machine "2 cores" bench/results/2026-11-22-2core-e2e.json bench/results/2026-11-22-2core-e2e-starpu.json \\
-        --machine "16 cores" bench/results/2026-11-22-16core-e2e/*.json \\
+        --machine "2 cores" bench/results/2026-11-22-2core-pipeline-final.json 'bench/results/2026-11-22-2core-e2e/*.json' \\
+        --machine "16 cores" bench/results/2026-11-22-16core-h200host.json 'bench/results/2026-11-23-16core-e2e/*.json' \\
+        --missing "16 cores" farm_grain "no result: killed by its timeout (rc=124)" \\
         --doc docs/performance.md
 
 Every table of the document sits between `<!-- table:NAME -->` and
@@ -11,7 +12,9 @@ Every table of the document sits between `<!-- table:NAME -->` and
 nothing else), one row per case and machine, so that every number in the
 tables is a median (or min..max spread) read from a results file, or a ratio
 of two of them. A machine whose files lack a benchmark gets a row saying
-which command produces it. Without --doc the tables are printed.
+which command produces it, or the text given with --missing LABEL BENCHMARK
+TEXT (e.g. why a run that was made has no result). Without --doc the tables
+are printed.
 """
 import argparse
 import glob
@@ -20,6 +23,7 @@ import re
 import sys
 
 PENDING = "not measured yet: `bash dev-carry/run.sh e2e` on the device (bench/device_run.sh)"
+MISSING = {}  # (machine label, benchmark) -> text of its row when the files lack the benchmark (--missing)
 
 
 class Machine:
@@ -100,14 +104,15 @@ def ratio(a, b):
 
 def table(header, rows):
     # Rows of machines without results go last.
-    rows = [r for r in rows if r[1] != PENDING] + [r for r in rows if r[1] == PENDING]
+    pending = lambda r: r[1] == PENDING or r[1] in MISSING.values()
+    rows = [r for r in rows if not pending(r)] + [r for r in rows if pending(r)]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)
 
 
-def pending_row(machine, ncols, what=PENDING):
-    return [machine.label, what] + [""] * (ncols - 2)
+def pending_row(machine, ncols, bench=None):
+    return [machine.label, MISSING.get((machine.label, bench), PENDING)] + [""] * (ncols - 2)
 
 
 def load_note(machines, benches):
@@ -126,7 +131,7 @@ def t_limits(ms):
     rows = []
     for mc in ms:
         if not mc.bench("stream_triad") and not mc.bench("peak_flops"):
-            rows.append(pending_row(mc, 8))
+            rows.append(pending_row(mc, 8, "stream_triad"))
             continue
         rows.append([mc.label, cell(mc.m("stream_triad", "tbb::parallel_for triad")),
                      cell(mc.m("stream_triad", "openmp triad")), cell(mc.m("stream_triad", "serial triad (1 thread)")),
@@ -143,7 +148,7 @@ def t_image(ms):
         for mc in ms:
             if not mc.bench("image_pipeline"):
                 if side == 1024:
-                    rows.append(pending_row(mc, 7))
+                    rows.append(pending_row(mc, 7, "image_pipeline"))
                 continue
             s = mc.m("image_pipeline", "%d^2 sinew pipeline" % side)
             f = mc.m("image_pipeline", "%d^2 tbb flow graph" % side)
@@ -172,7 +177,7 @@ def t_workloads(ms):
         for mc in ms:
             if not mc.bench("workloads"):
                 if case == WL_CASES[0][0]:
-                    rows.append(pending_row(mc, 10))
+                    rows.append(pending_row(mc, 10, "workloads"))
                 continue
             v = {k: mc.m("workloads", "%s %s" % (case, k)) for k in
                  ("sinew map", "tbb::parallel_for", "openmp parallel for", "sinew opencl leaf", "opencl direct")}
@@ -196,7 +201,7 @@ def t_nbody(ms):
     rows = []
     for mc in ms:
         if not mc.bench("nbody"):
-            rows.append(pending_row(mc, 7))
+            rows.append(pending_row(mc, 7, "nbody"))
             continue
         s = mc.m("nbody", "sinew for(map<nbody_step>)")
         t = mc.m("nbody", "tbb::parallel_for per step")
@@ -217,7 +222,7 @@ def t_farm(ms):
         for mc in ms:
             if not mc.bench("farm_grain"):
                 if grain == "500ns":
-                    rows.append(pending_row(mc, 8))
+                    rows.append(pending_row(mc, 8, "farm_grain"))
                 continue
             cores = [int(c) for c in mc.param("farm_grain", "cores").split(",")]
             for k in cores:
@@ -240,7 +245,7 @@ def t_queue(ms):
     rows = []
     for mc in ms:
         if not mc.bench("queue_handoff"):
-            rows.append(pending_row(mc, 6))
+            rows.append(pending_row(mc, 6, "queue_handoff"))
             continue
         a = mc.m("queue_handoff", "sinew::spsc_queue")
         b = mc.m("queue_handoff", "sinew::bounded_queue")
@@ -259,7 +264,7 @@ def t_starpu(ms):
             b = mc.bench("starpu_" + case)
             if not b:
                 if case == "series":
-                    rows.append(pending_row(mc, 6))
+                    rows.append(pending_row(mc, 6, "starpu_" + case))
                 continue
             s = mc.m(b["name"], "sinew balanced map")
             p = mc.m(b["name"], "starpu dmda") or mc.m(b["name"], "starpu dmda (cpu workers)")
@@ -277,7 +282,7 @@ def t_overhead(ms):
     rows = []
     for mc in ms:
         if not mc.bench("map_saxpy") and not mc.bench("pipeline_overhead"):
-            rows.append(pending_row(mc, 7))
+            rows.append(pending_row(mc, 7, "map_saxpy"))
             continue
         s = mc.m("map_saxpy", "sinew map<Saxpy>")
         t = mc.m("map_saxpy", "tbb::parallel_for")
@@ -298,8 +303,13 @@ def main():
     ap = argparse.ArgumentParser(description="Fill docs/performance.md's tables from sinew-bench JSON results.")
     ap.add_argument("--machine", nargs="+", action="append", metavar=("LABEL", "FILE"), required=True,
                     help="a machine's label and its results files (globs allowed); repeat per machine")
+    ap.add_argument("--missing", nargs=3, action="append", default=[], metavar=("LABEL", "BENCHMARK", "TEXT"),
+                    help="the row text of machine LABEL when its files lack BENCHMARK (default: the 'not measured "
+                         "yet' line); repeatable")
     ap.add_argument("--doc", help="rewrite the marked tables of this Markdown file in place")
     args = ap.parse_args()
+    for label, bench, text in args.missing:
+        MISSING[(label, bench)] = text
     machines = []
     for spec in args.machine:
         files = []
