@@ -597,6 +597,7 @@ struct row {
   double median_s = 0;          ///< 0 when not measured (--variant)
   double remote_fraction = 0;   ///< remote / hinted bytes of one untimed run
   double floor_fraction = 0;    ///< the least remote fraction for its layout (hinted_floor)
+  std::vector<double> seconds;  ///< timed runs, paired with the other policies' of its layout
 };
 
 inline const char* const policies[] = {"steal", "deal", "tbb"};
@@ -613,25 +614,35 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
   std::vector<row> rows;
   for (auto& P : make_suite(z)) {
     ctx.param(P->name(), P->describe());
-    for (std::size_t k = 0; k < scheds.size(); ++k) {
-      sinew::scheduler& s = *scheds[k];
-      for (sinew::placement pl : placements) {
-        allocator a(topo, pl, P->usage());
-        P->place(a);
+    for (sinew::placement pl : placements) {
+      // One layout, then the policies interleaved (rounds that run each once,
+      // rotating order): their times are paired samples of the same moment,
+      // so drift of the machine (a VM's neighbours, clocks) between one
+      // policy's block of runs and the next does not enter their ratios.
+      allocator a(topo, pl, P->usage());
+      P->place(a);
+      program* pp = P.get();
+      std::vector<sb::variant> vs;
+      for (std::size_t k = 0; k < scheds.size(); ++k) {
+        sinew::scheduler* s = scheds[k].get();
         std::string label = P->name() + " " + policies[k] + "+" + std::string(sinew::to_string(pl));
         if (pl == sinew::placement::automatic) label += "(" + std::string(sinew::to_string(a.effective())) + ")";
-        program* pp = P.get();
-        const auto& ser = ctx.measure({.name = label,
-                                       .unit = "ms",
-                                       .better = sb::lower,
-                                       .setup = [pp] { pp->reset(); },
-                                       .run = [pp, &s] { pp->run(s); },
-                                       .to_metric = [](double sec) { return sec * 1e3; },
-                                       .check = [pp] { return pp->check(); },
-                                       .note = std::to_string(s.concurrency()) + " workers"});
+        vs.push_back({.name = label,
+                      .unit = "ms",
+                      .better = sb::lower,
+                      .setup = [pp] { pp->reset(); },
+                      .run = [pp, s] { pp->run(*s); },
+                      .to_metric = [](double sec) { return sec * 1e3; },
+                      .check = [pp] { return pp->check(); },
+                      .note = std::to_string(s->concurrency()) + " workers"});
+      }
+      const auto ser = ctx.measure_interleaved(vs);
+      for (std::size_t k = 0; k < scheds.size(); ++k) {
+        sinew::scheduler& s = *scheds[k];
         row r{P->name(), policies[k], std::string(sinew::to_string(pl)), a.effective()};
-        r.median_s = ser.stats.n ? ser.time.median : 0.0;
-        if (ser.stats.n) {  // one more, untimed run for the byte counts
+        r.median_s = ser[k]->stats.n ? ser[k]->time.median : 0.0;
+        r.seconds = ser[k]->seconds;
+        if (ser[k]->stats.n) {  // one more, untimed run for the byte counts
           P->reset();
           s.reset_stats();
           hinted_total.store(0);
@@ -647,6 +658,22 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
     }
   }
   return rows;
+}
+
+/// Median over rounds of a.seconds[i] / b.seconds[i] (paired samples of
+/// one measure_interleaved call), with the 25th and 75th percentiles; all 0
+/// when either was not measured.
+struct paired {
+  double median = 0, lo = 0, hi = 0;
+};
+inline paired paired_ratio(const row& a, const row& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.seconds.size() && i < b.seconds.size(); ++i)
+    if (b.seconds[i] > 0) r.push_back(a.seconds[i] / b.seconds[i]);
+  if (r.empty()) return {};
+  std::sort(r.begin(), r.end());
+  auto at = [&](double q) { return r[std::size_t(q * double(r.size() - 1) + 0.5)]; };
+  return {at(0.5), at(0.25), at(0.75)};
 }
 
 /// The row of `program` / `policy` / `placement`, or null.
