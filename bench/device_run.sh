@@ -2,7 +2,8 @@
 # Runs on the 16-core device machine (one H200 or H100; its OpenCL loader
 # lists PoCL and NVIDIA CUDA). Binaries are built here and carried.
 #   bash bench/device_run.sh prepare            # here: from build-lead/ (Release) and build-fuzz/ (make fuzz)
-#   bash dev-carry/run.sh devices|schedulers|fuzz|e2e|opencl   # on the device, dev-carry carried; results in $OUT
+#   bash dev-carry/run.sh devices|schedulers|sched16|fuzz|e2e|opencl   # on the device, dev-carry carried; results in $OUT
+#   (CARRY=<dir> when the carried folder has another name)
 set -uo pipefail
 if [ "${1:-}" = prepare ]; then
   B=${BUILD:-build-lead}
@@ -36,8 +37,9 @@ if [ "${1:-}" = prepare ]; then
   exit 0
 fi
 root=$PWD
-export LD_LIBRARY_PATH=$root/dev-carry
-cd dev-carry
+carry=${CARRY:-dev-carry}
+export LD_LIBRARY_PATH=$root/$carry
+cd "$carry"
 bench() {  # bench NAME SECONDS [options...]: one benchmark, JSON and text in $OUT
   local name=$1 secs=$2; shift 2
   timeout "$secs" ./sinew-bench "$name" "$@" --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
@@ -59,8 +61,28 @@ case "${1:-}" in
     bench multidevice_saxpy 40
     bench opencl_leaves 30
     bench group_leaves 50 ;;
+  sched16)  # issues 3, 6, 7: scheduler tests on 16 real cores, the scheduler suite, group_leaves,
+            # farm_grain and queue_handoff (--quick), < 9 min; one tarball $OUT/sched-16core.tar.gz
+    stem=$(date -u +%F)-16core-sched; d=$OUT/$stem && mkdir -p "$d"
+    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
+    { timeout 90 ./sinew-tests "[scheduler],[sched3],[steal],[deal]" ; echo "sinew-tests rc=$?"; } > "$d/tests.txt" 2>&1
+    one() {  # one NAME SECONDS [options]: one benchmark, JSON and text in $d
+      local name=$1 secs=$2; shift 2
+      timeout "$secs" ./sinew-bench "$name" "$@" --json "$d/$name.json" > "$d/$name.txt" 2>&1
+      echo "$name rc=$?" >> "$d/$name.txt"
+    }
+    one sched_spawn 25 --quick
+    one sched_grain 45 --quick
+    one map_dispatch 25 --quick
+    one mir_suite 100
+    one numa_sim 40
+    one group_leaves 60
+    one farm_grain 90 --quick
+    one queue_handoff 60 --quick
+    grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
+    tar czf "$OUT/sched-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
   fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560)
-    export LD_LIBRARY_PATH=$root/dev-carry/fuzz:$root/dev-carry
+    export LD_LIBRARY_PATH=$root/$carry/fuzz:$root/$carry
     secs=${FUZZ_SECONDS:-560}
     for h in fuzz/fuzz_*; do
       short=$(basename "$h"); short=${short#fuzz_}
@@ -106,5 +128,5 @@ case "${1:-}" in
     one opencl_leaves 60
     grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
     tar czf "$OUT/opencl-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
-  *) echo "usage: run.sh devices|schedulers|fuzz|e2e|opencl" >&2; exit 2 ;;
+  *) echo "usage: run.sh devices|schedulers|sched16|fuzz|e2e|opencl" >&2; exit 2 ;;
 esac

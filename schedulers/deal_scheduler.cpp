@@ -14,6 +14,9 @@
 #include <sinew/error.hpp>
 
 #include <algorithm>
+#include <new>
+
+#include <oneapi/tbb/scalable_allocator.h>
 #include <atomic>
 #include <climits>
 #include <cstdio>
@@ -53,8 +56,18 @@ struct task {
   std::uint64_t total = 0;     // sum(D); 0: no D
   std::vector<std::uint64_t> D;  // bytes on each node (when total > 0)
   std::function<void()> fn;
+  detail::task_counter* counter = nullptr;  // a task_group's task: counted there when it ends
+  // oneTBB's scalable allocator: outside threads allocate the tasks they
+  // submit and workers free them; glibc's arenas serialise that traffic on
+  // one lock (16 workers freeing a main thread's 5 us tasks).
+  static void* operator new(std::size_t n) {
+    if (void* p = scalable_malloc(n)) return p;
+    throw std::bad_alloc();
+  }
+  static void operator delete(void* p) noexcept { scalable_free(p); }
   void recycle() noexcept {
     loop = nullptr;
+    counter = nullptr;
     total = 0;
     D.clear();  // keeps the capacity for the next task with a D
   }
@@ -69,7 +82,7 @@ using u128 = unsigned __int128;
 struct deal_scheduler::impl {
   // One node: its queue and its workers' sleep words.
   struct alignas(64) node_queue {
-    std::mutex m;
+    workers::spin_lock m;                         // workers only try it (worker_common.hpp)
     std::deque<task*> q;                          // push_front, take from the back
     alignas(64) std::atomic<std::size_t> size{0};  // mirrors q.size() for lock-free looks
     workers::parking_lot lot;  // the node's searching and parked workers
@@ -240,7 +253,7 @@ struct deal_scheduler::impl {
   // Pushes tasks [first, last) to q in one step; returns the queue length.
   std::size_t push_all(int q, task* const* first, task* const* last) {
     node_queue& Q = *nodes[std::size_t(q)];
-    std::lock_guard<std::mutex> lk(Q.m);
+    std::lock_guard<workers::spin_lock> lk(Q.m);
     for (; first != last; ++first) Q.q.push_front(*first);
     Q.size.store(Q.q.size(), std::memory_order_relaxed);
     return Q.q.size();
@@ -272,7 +285,7 @@ struct deal_scheduler::impl {
   // Enqueues t on q; returns the queue length.
   std::size_t enqueue(int q, task* t) {
     node_queue& Q = *nodes[std::size_t(q)];
-    std::lock_guard<std::mutex> lk(Q.m);
+    std::lock_guard<workers::spin_lock> lk(Q.m);
     Q.q.push_front(t);
     const std::size_t len = Q.q.size();
     Q.size.store(len, std::memory_order_relaxed);
@@ -281,11 +294,16 @@ struct deal_scheduler::impl {
 
   void push(int q, task* t) { announce_work(q, enqueue(q, t)); }
 
-  // Takes the oldest task of node v's queue if `ok(len)` holds under the lock.
+  // Takes the oldest task of node v's queue if `ok(len)` holds under the
+  // lock. A worker never waits for the lock: taken, it reports `contended`.
   template <class Ok>
-  task* take(int v, Ok ok) {
+  task* take(int v, Ok ok, bool& contended) {
     node_queue& Q = *nodes[std::size_t(v)];
-    std::lock_guard<std::mutex> lk(Q.m);
+    if (!Q.m.try_lock()) {
+      contended = true;
+      return nullptr;
+    }
+    std::lock_guard<workers::spin_lock> lk(Q.m, std::adopt_lock);
     if (Q.q.empty() || !ok(Q.q.size())) return nullptr;
     task* t = Q.q.back();
     Q.q.pop_back();
@@ -294,16 +312,20 @@ struct deal_scheduler::impl {
   }
 
   // One node (nothing to deal or steal across nodes): the oldest task of the
-  // node's FIFO and a share of the rest (1 / workers, at most 31) onto w's
-  // deque, where the node's other workers may steal them -- as `steal`
-  // takes from its injection queue: one lock for many tasks.
-  task* take_share(worker& w) {
+  // node's FIFO and a share of the rest (half, at most 31) onto w's deque,
+  // where the node's other workers may steal them -- as `steal` takes from
+  // its injection shards: one lock for many tasks.
+  task* take_share(worker& w, bool& contended) {
     node_queue& Q = *nodes[std::size_t(w.node)];
-    std::lock_guard<std::mutex> lk(Q.m);
+    if (!Q.m.try_lock()) {
+      contended = true;
+      return nullptr;
+    }
+    std::lock_guard<workers::spin_lock> lk(Q.m, std::adopt_lock);
     if (Q.q.empty()) return nullptr;
     task* t = Q.q.back();
     Q.q.pop_back();
-    for (std::size_t k = std::min<std::size_t>(Q.q.size() / Q.members.size(), 31); k > 0; --k) {
+    for (std::size_t k = std::min<std::size_t>(Q.q.size() / 2, 31); k > 0; --k) {
       w.dq.push(Q.q.back());
       Q.q.pop_back();
     }
@@ -319,7 +341,7 @@ struct deal_scheduler::impl {
     task* t = nullptr;
     if (w.dq.pop(t)) return t;
     if (own.size.load(std::memory_order_relaxed) != 0)
-      if (task* x = N == 1 ? take_share(w) : take(n, [](std::size_t) { return true; })) {
+      if (task* x = N == 1 ? take_share(w, contended) : take(n, [](std::size_t) { return true; }, contended)) {
         if (x->submitter >= 0 && x->submitter != int(w.index) &&
             workers[std::size_t(x->submitter)]->node == n)
           w.steals_same.fetch_add(1, std::memory_order_relaxed);
@@ -341,7 +363,7 @@ struct deal_scheduler::impl {
     if (drain) {
       for (std::size_t v = 0; v < N; ++v)
         if (nodes[v]->size.load(std::memory_order_relaxed) != 0)
-          if (task* x = take(int(v), [](std::size_t) { return true; })) return x;
+          if (task* x = take(int(v), [](std::size_t) { return true; }, contended)) return x;
       for (auto& v : workers)
         if (!v->dq.empty_approx() && v->dq.steal(t) == detail::chase_lev_deque<task*>::steal_result::success)
           return t;
@@ -355,7 +377,7 @@ struct deal_scheduler::impl {
         w.refused.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      if (task* x = take(v, [&](std::size_t l) { return may_steal(n, v, l); })) {
+      if (task* x = take(v, [&](std::size_t l) { return may_steal(n, v, l); }, contended)) {
         w.steals_remote.fetch_add(1, std::memory_order_relaxed);
         if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
           trace::emit_instant("steal", "steal", trace::now_ns(), {{"from_node", v}, {"to", w.index}});
@@ -677,6 +699,14 @@ int deal_scheduler::find_victim(int thief_node, std::span<const std::size_t> que
 }
 
 void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+  submit_counted_impl(std::move(fn), nullptr, hint);
+}
+
+void deal_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+  submit_counted_impl(std::move(fn), &c, hint);
+}
+
+void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
   if (!fn) throw error("deal_scheduler::submit: empty function");
   impl& p = *p_;
   impl::worker* w = p.me();
@@ -716,6 +746,7 @@ void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint)
   }
   (w ? w->submitted : p.sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
   t->fn = std::move(fn);
+  t->counter = c;
   // One node: nothing to deal or steal across nodes, so a worker's task goes
   // to its own deque (the fast path of `steal`); else the node's FIFO.
   if (w && p.N == 1) {

@@ -6,8 +6,10 @@
 #include <sinew/tbb_scheduler.hpp>
 
 #include "locality.hpp"
+#include "worker_common.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <string>
 
@@ -115,33 +117,38 @@ scheduler& default_scheduler() {
   return *s;
 }
 
-void task_group::run(std::function<void()> fn, const locality_hint& hint) {
-  st_->pending.fetch_add(1, std::memory_order_relaxed);
-  s_.submit(
-      [st = st_, fn = std::move(fn)] {
-        try {
-          fn();
-        } catch (...) {
-          std::lock_guard<std::mutex> lk(st->m);
-          if (!st->error) st->error = std::current_exception();
-        }
-        if (st->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) st->pending.notify_all();
-      },
-      hint);
+void detail::task_counter::run(std::function<void()>& fn) noexcept {
+  try {
+    fn();
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(m);
+    if (!error) error = std::current_exception();
+  }
+  fn = nullptr;  // captures go before the waiter can return
+  if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::workers::futex_wake(pending, INT_MAX);
 }
 
-void task_group::wait_no_throw() noexcept {
-  for (std::uint32_t p = st_->pending.load(std::memory_order_acquire); p != 0;
-       p = st_->pending.load(std::memory_order_acquire))
-    st_->pending.wait(p, std::memory_order_acquire);
+void detail::task_counter::wait() noexcept {
+  for (std::uint32_t p = pending.load(std::memory_order_acquire); p != 0; p = pending.load(std::memory_order_acquire))
+    detail::workers::futex_wait(pending, p);
+}
+
+void task_group::run(std::function<void()> fn, const locality_hint& hint) {
+  c_.pending.fetch_add(1, std::memory_order_relaxed);
+  try {
+    s_.submit_counted(std::move(fn), c_, hint);
+  } catch (...) {
+    c_.pending.fetch_sub(1, std::memory_order_relaxed);  // never queued
+    throw;
+  }
 }
 
 void task_group::wait() {
   wait_no_throw();
   std::exception_ptr e;
   {
-    std::lock_guard<std::mutex> lk(st_->m);
-    std::swap(e, st_->error);
+    std::lock_guard<std::mutex> lk(c_.m);
+    std::swap(e, c_.error);
   }
   if (e) std::rethrow_exception(e);
 }

@@ -10,6 +10,9 @@
 #include "worker_common.hpp"
 
 #include <algorithm>
+#include <new>
+
+#include <oneapi/tbb/scalable_allocator.h>
 #include <chrono>
 
 #include <sinew/detail/clock.hpp>
@@ -63,8 +66,18 @@ struct task {
   std::uint64_t total = 0;         // sum(D) of the task's locality hint; 0: none
   std::vector<std::uint64_t> D;    // bytes on each node (when total > 0)
   std::function<void()> fn;
+  detail::task_counter* counter = nullptr;  // a task_group's task: counted there when it ends
+  // oneTBB's scalable allocator: outside threads allocate the tasks they
+  // submit and workers free them; glibc's arenas serialise that traffic on
+  // one lock (16 workers freeing a main thread's 5 us tasks).
+  static void* operator new(std::size_t n) {
+    if (void* p = scalable_malloc(n)) return p;
+    throw std::bad_alloc();
+  }
+  static void operator delete(void* p) noexcept { scalable_free(p); }
   void recycle() noexcept {
     loop = nullptr;
+    counter = nullptr;
     total = 0;
   }
 };
@@ -94,11 +107,18 @@ struct steal_scheduler::impl {
   topology topo;
   std::vector<std::unique_ptr<worker>> workers;
 
-  // Injection queue for tasks from outside. `inj_size` mirrors inj.size() so
-  // that an empty queue can be seen without the lock.
-  std::mutex inj_m;
-  std::deque<task*> inj;
-  alignas(64) std::atomic<std::size_t> inj_size{0};
+  // Injection queues for tasks from outside threads: one shard per worker,
+  // filled round-robin by each outside thread and drained first by the
+  // shard's own worker, so a thread submitting a burst meets at most one
+  // worker on each lock. `size` mirrors q.size() so that an empty shard can
+  // be seen without the lock.
+  struct alignas(64) shard {
+    workers::spin_lock m;
+    std::deque<task*> q;
+    alignas(64) std::atomic<std::size_t> size{0};
+  };
+  std::vector<std::unique_ptr<shard>> shards;
+  alignas(64) std::atomic<unsigned> next_shard{0};  // an outside thread's first shard
 
   // Searching and parked workers (see "Sleep protocol" below).
   workers::parking_lot lot;
@@ -123,7 +143,7 @@ struct steal_scheduler::impl {
   //
   //   worker W                               submitter (any thread)
   //   find_work fails: start searching       P1 push the task (deque bottom or
-  //   spin/yield rounds, each a find_work       injection queue + inj_size)
+  //   spin/yield rounds, each a find_work       injection shard + its size)
   //   found: stop searching; if it was the   P2 fence(seq_cst)
   //     last searcher and more work is       P3 lot.wake_one(): nothing when a
   //     visible, wake one more                  worker searches or none is
@@ -198,35 +218,64 @@ struct steal_scheduler::impl {
 
   // ------------------------------------------------------------ queues
 
-  void push(worker* w, task* t) {
-    if (w) {
-      w->dq.push(t);
-    } else {
-      {
-        std::lock_guard<std::mutex> lk(inj_m);
-        inj.push_back(t);
-        inj_size.store(inj.size(), std::memory_order_relaxed);
-      }
+  // The shard an outside thread pushes to next: round-robin from a start
+  // that differs between threads.
+  shard& outside_shard() noexcept {
+    thread_local const impl* owner = nullptr;
+    thread_local unsigned k = 0;
+    if (owner != this) {
+      owner = this;
+      k = next_shard.fetch_add(1, std::memory_order_relaxed);
     }
+    return *shards[k++ % shards.size()];
+  }
+
+  static void push_shard(shard& sh, task* t) noexcept {
+    sh.m.lock();
+    sh.q.push_back(t);
+    sh.size.store(sh.q.size(), std::memory_order_relaxed);
+    sh.m.unlock();
+  }
+
+  void push(worker* w, task* t) {
+    if (w) w->dq.push(t);
+    else push_shard(outside_shard(), t);
     announce_work();
   }
 
-  // Takes the oldest injected task, and a share of the rest (up to 1/threads
-  // of them, at most 31) onto w's deque, where other workers may steal them:
-  // 16 workers taking one task per lock from a main thread's burst of
-  // submits spent most of their time on this mutex (sched_grain, 16 cores).
-  task* pop_injected(worker& w) {
-    if (inj_size.load(std::memory_order_relaxed) == 0) return nullptr;
-    std::lock_guard<std::mutex> lk(inj_m);
-    if (inj.empty()) return nullptr;
-    task* t = inj.front();
-    inj.pop_front();
-    for (std::size_t k = std::min<std::size_t>(inj.size() / threads, 31); k > 0; --k) {
-      w.dq.push(inj.front());
-      inj.pop_front();
+  // Takes the oldest task of one shard, starting with w's own, and a share
+  // of the rest of that shard (half, at most 31) onto w's deque, where
+  // other workers may steal them: one lock for many tasks. A shard whose
+  // lock is taken is skipped (`contended`: look again).
+  task* pop_injected(worker& w, bool& contended) {
+    const std::size_t S = shards.size();
+    for (std::size_t j = 0; j < S; ++j) {
+      shard& sh = *shards[(w.index + j) % S];
+      if (sh.size.load(std::memory_order_relaxed) == 0) continue;
+      if (!sh.m.try_lock()) {
+        contended = true;
+        continue;
+      }
+      task* t = nullptr;
+      if (!sh.q.empty()) {
+        t = sh.q.front();
+        sh.q.pop_front();
+        for (std::size_t k = std::min<std::size_t>(sh.q.size() / 2, 31); k > 0; --k) {
+          w.dq.push(sh.q.front());
+          sh.q.pop_front();
+        }
+        sh.size.store(sh.q.size(), std::memory_order_relaxed);
+      }
+      sh.m.unlock();
+      if (t) return t;
     }
-    inj_size.store(inj.size(), std::memory_order_relaxed);
-    return t;
+    return nullptr;
+  }
+
+  bool injected_visible() const noexcept {
+    for (const auto& sh : shards)
+      if (sh->size.load(std::memory_order_relaxed) != 0) return true;
+    return false;
   }
 
   // Own deque, injection queue, then one round of steals starting after `w`.
@@ -235,10 +284,10 @@ struct steal_scheduler::impl {
     task* t = nullptr;
     if (++w.tick == inject_check_period) {
       w.tick = 0;
-      if ((t = pop_injected(w))) return t;
+      if ((t = pop_injected(w, contended))) return t;
     }
     if (w.dq.pop(t)) return t;
-    if ((t = pop_injected(w))) return t;
+    if ((t = pop_injected(w, contended))) return t;
     const unsigned n = threads;
     for (unsigned k = 1; k < n; ++k) {
       worker& v = *workers[(w.index + k) % n];
@@ -259,7 +308,7 @@ struct steal_scheduler::impl {
   // Whether any queue looks non-empty (for a loop waiter's re-check; it does
   // not take anything).
   bool work_visible(const worker& w) const noexcept {
-    if (inj_size.load(std::memory_order_relaxed) != 0) return true;
+    if (injected_visible()) return true;
     if (!w.dq.empty_approx()) return true;
     for (const auto& v : workers)
       if (!v->dq.empty_approx()) return true;
@@ -446,6 +495,7 @@ steal_scheduler::steal_scheduler(const topology& t, bool pin)
 }
 
 void steal_scheduler::start() {
+  for (unsigned i = 0; i < p_->threads; ++i) p_->shards.push_back(std::make_unique<impl::shard>());
   // Every worker exists before any starts (they steal from each other).
   try {
     for (auto& w : p_->workers) {
@@ -470,12 +520,21 @@ steal_scheduler::~steal_scheduler() {
   for (auto& w : p_->workers) w->th.join();
   // A task left in the injection queue after every worker left can only come
   // from a submit that raced with the destructor (undefined); free it.
-  for (task* t : p_->inj) delete t;
+  for (auto& sh : p_->shards)
+    for (task* t : sh->q) delete t;
 }
 
 unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
 
 void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+  submit_counted_impl(std::move(fn), nullptr, hint);
+}
+
+void steal_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+  submit_counted_impl(std::move(fn), &c, hint);
+}
+
+void steal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
   if (!fn) throw error("steal_scheduler::submit: empty function");
   impl::worker* w = p_->me();
   (w ? w->submitted : p_->sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
@@ -490,6 +549,7 @@ void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint
     }
   }
   t->fn = std::move(fn);
+  t->counter = c;
   p_->push(w, t);
 }
 
@@ -529,9 +589,8 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
     if (w) {
       for (std::size_t i = parts; i-- > first_pushed;) w->dq.push(make(i));  // thieves take segment 1 first
     } else {
-      std::lock_guard<std::mutex> lk(p.inj_m);
-      for (std::size_t i = first_pushed; i < parts; ++i) p.inj.push_back(make(i));
-      p.inj_size.store(p.inj.size(), std::memory_order_relaxed);
+      // Segment i to shard i: each worker finds one in its own shard.
+      for (std::size_t i = first_pushed; i < parts; ++i) impl::push_shard(*p.shards[i % p.shards.size()], make(i));
     }
     if (parts > first_pushed) p.announce_work(parts - first_pushed);
     if (w) {

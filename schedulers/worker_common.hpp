@@ -17,6 +17,8 @@
 #include <sinew/detail/fence.hpp>
 #include <sinew/detail/function_ref.hpp>
 
+#include <sched.h>
+
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -57,6 +59,31 @@ inline int futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
   return n;
 #endif
 }
+
+// A lock for the short critical sections of the task queues (a deque push
+// or pop): workers only try it (a worker that finds it taken looks
+// elsewhere instead of queueing behind it: 16 workers polling one
+// std::mutex held a submitting thread in futex convoys), submitters spin,
+// then yield (the holder may have been preempted on an oversubscribed core).
+class spin_lock {
+ public:
+  bool try_lock() noexcept {
+    return !f_.load(std::memory_order_relaxed) && !f_.exchange(true, std::memory_order_acquire);
+  }
+  void lock() noexcept {
+    for (unsigned i = 0; !try_lock(); ++i) {
+      if (i < 64) {
+        cpu_relax();
+      } else {
+        sched_yield();
+      }
+    }
+  }
+  void unlock() noexcept { f_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> f_{false};
+};
 
 // Idle workers of one scheduler (steal) or one NUMA node (deal), after the
 // Go runtime's scheduler (proc.go: "spinning" Ms, wakep, resetspinning) and
@@ -469,8 +496,12 @@ void run_task(Worker& w, Task* t, Cache& cache, Block&& block) noexcept {
     w.tasks.fetch_add(1, std::memory_order_relaxed);
   } else {
     if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
-    t->fn();          // noexcept context: a throwing submitted task terminates
-    t->fn = nullptr;  // release captures now, not when the object is reused
+    if (t->counter) {
+      t->counter->run(t->fn);  // keeps its exception, releases captures, then counts it done
+    } else {
+      t->fn();          // noexcept context: a throwing submitted task terminates
+      t->fn = nullptr;  // release captures now, not when the object is reused
+    }
     cache.put(t);
     w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
     w.fn_run.fetch_add(1, std::memory_order_release);

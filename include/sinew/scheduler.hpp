@@ -83,6 +83,28 @@ struct scheduler_stats {
   double remote_fraction() const;
 };
 
+namespace detail {
+
+/// The completion count of a `task_group`: tasks submitted and not yet
+/// finished, and the first exception one of them threw. A scheduler that
+/// overrides `scheduler::submit_counted` calls `run(fn)` in place of `fn()`.
+/// The waiter may destroy the counter as soon as it reads `pending == 0`, so
+/// after its decrement a finishing task touches nothing of it but the futex
+/// wake-up on its address (a private futex wake does not read the memory).
+struct task_counter {
+  std::atomic<std::uint32_t> pending{0};
+  std::mutex m;
+  std::exception_ptr error;
+
+  /// Runs `fn`, keeps its exception, releases its captures, then counts the
+  /// task finished (waking the waiter when it was the last).
+  void run(std::function<void()>& fn) noexcept;
+  /// Sleeps until `pending` is 0.
+  void wait() noexcept;
+};
+
+}  // namespace detail
+
 class scheduler {
  public:
   virtual ~scheduler() = default;
@@ -92,6 +114,13 @@ class scheduler {
   virtual unsigned concurrency() const noexcept = 0;
   /// Runs `fn` asynchronously. `fn` must not throw (wrap it, or use task_group).
   virtual void submit(std::function<void()> fn, const locality_hint& hint = {}) = 0;
+  /// `submit` for a task of a `task_group` whose counter `c` the caller has
+  /// already incremented: runs `c.run(fn)`. The default wraps `fn` in a
+  /// closure; `steal` and `deal` keep `&c` in the task itself (no second
+  /// allocation, no shared state copied per task).
+  virtual void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) {
+    submit([&c, f = std::move(fn)]() mutable { c.run(f); }, hint);
+  }
   /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
   /// returns when all are done. `grain` is the smallest block worth a task:
   /// blocks are split while longer than `grain`, so none is shorter than
@@ -131,7 +160,7 @@ scheduler& default_scheduler();
 /// A set of tasks one can wait for.
 class task_group {
  public:
-  explicit task_group(scheduler& s) : s_(s), st_(std::make_shared<state>()) {}
+  explicit task_group(scheduler& s) : s_(s) {}
   task_group(const task_group&) = delete;
   task_group& operator=(const task_group&) = delete;
   ~task_group() { wait_no_throw(); }
@@ -143,14 +172,9 @@ class task_group {
   void wait();
 
  private:
-  struct state {
-    std::atomic<std::uint32_t> pending{0};
-    std::mutex m;
-    std::exception_ptr error;
-  };
-  void wait_no_throw() noexcept;
+  void wait_no_throw() noexcept { c_.wait(); }
   scheduler& s_;
-  std::shared_ptr<state> st_;
+  detail::task_counter c_;
 };
 
 }  // namespace sinew

@@ -91,6 +91,8 @@ class steal_scheduler final : public scheduler {
   const char* name() const noexcept override { return "steal"; }
   unsigned concurrency() const noexcept override;
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
+  /// A task_group's task: the counter travels in the task (no wrapper).
+  void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
@@ -109,6 +111,7 @@ class steal_scheduler final : public scheduler {
   struct impl;  // public name so the implementation's helpers can use it
 
  private:
+  void submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint);
   void start();  // launches the workers
   std::unique_ptr<impl> p_;
 };
