@@ -47,8 +47,9 @@ tsan: deps
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target sinew-tests
 	# Graphs run on the `steal` scheduler here: Debian's oneTBB is not built
 	# with ThreadSanitizer, so TSan cannot see the hand-offs inside libtbb and
-	# reports them as races. Our own scheduler is fully instrumented.
-	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	# reports them as races (tests/tsan.supp: only stacks through libtbb or
+	# its inlined pool/partitioner). Our own scheduler is fully instrumented.
+	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 		$(TSAN_BUILD)/tests/sinew-tests "[tsan]"
 
 # The whole suite under TSan; reports inside the uninstrumented libtbb are suppressed.
