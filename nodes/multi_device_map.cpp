@@ -2,7 +2,9 @@
 // (seed 001 §3.3), one thread per non-host device (seed 000 paper 2).
 #include <sinew/host_executor.hpp>
 #include <sinew/multi_device_map.hpp>
+#include <sinew/simulated_device.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -23,6 +25,7 @@ namespace {
 /// only ever called from one thread at a time, in submission order.
 class device_thread {
  public:
+  using clock = std::chrono::steady_clock;
   device_thread() : th_([this] { loop(); }) {}
   ~device_thread() {
     {
@@ -51,6 +54,9 @@ class device_thread {
     return t;
   }
 
+  /// When the job before the running one ended (call from a job only).
+  clock::time_point previous_end() const noexcept { return last_end_; }
+
  private:
   void loop() {
     std::unique_lock<std::mutex> l(m_);
@@ -61,6 +67,7 @@ class device_thread {
       jobs_.pop_front();
       l.unlock();
       job();  // jobs catch their own exceptions
+      last_end_ = clock::now();
       l.lock();
     }
   }
@@ -69,6 +76,7 @@ class device_thread {
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stop_ = false;
+  clock::time_point last_end_{};  // the device thread's own
   std::thread th_;
 };
 
@@ -98,6 +106,7 @@ class multi_device_exec final : public executable {
       auto* h = dynamic_cast<host_executor_base*>(d.get());
       bool on_caller = h && !h->own_scheduler();
       threads_.push_back(on_caller ? nullptr : device_thread::for_executor(d.get()));
+      modeled_.push_back(dynamic_cast<simulated_device*>(d.get()) != nullptr);
     }
     in_place_ = devs_[0]->in_place();
   }
@@ -168,6 +177,7 @@ class multi_device_exec final : public executable {
     auto it = sizes_.find(size);
     if (it != sizes_.end()) return *it->second;
     auto ps = std::make_unique<per_size>(p_, devs_.size());
+    ps->tuner.set_granularity(gran_);
     if (o_.use_cache && p_.kind != balance_kind::fixed && !ps->tuner.tuned()) {
       if (auto w = cache().find(key(size))) {
         ps->tuner.set_tuned(std::move(*w));
@@ -179,9 +189,12 @@ class multi_device_exec final : public executable {
   }
 
   std::vector<share_timing> run_shares(const std::vector<device_share>& shares, exec_args& a) {
+    using clock = device_thread::clock;
     const std::size_t n = devs_.size();
     std::vector<share_timing> t(n);
     std::vector<std::exception_ptr> err(n);
+    std::vector<double> wake(n, 0.0);
+    std::vector<clock::time_point> ended(n);
     std::ptrdiff_t posted = 0;
     for (std::size_t i = 0; i < n; ++i) posted += (threads_[i] && shares[i].size());
     std::latch done(posted);
@@ -194,17 +207,40 @@ class multi_device_exec final : public executable {
         err[i] = std::current_exception();
       }
     };
+    const clock::time_point post_time = clock::now();
     for (std::size_t i = 0; i < n; ++i)
       if (threads_[i] && shares[i].size())
-        threads_[i]->post([&, i] {
+        threads_[i]->post([&, i, th = threads_[i].get()] {
+          // Waking this thread (not waiting behind other jobs) is part of
+          // what the unit waits for on this device.
+          const clock::time_point start = clock::now();
+          wake[i] = std::chrono::duration<double>(start - std::max(post_time, th->previous_end())).count();
           exec_args mine = off;
           run(i, mine);
+          ended[i] = clock::now();
           done.count_down();
         });
     // Host shares on this worker meanwhile (their chunks go to the other workers).
     for (std::size_t i = 0; i < n; ++i)
       if (!threads_[i] && shares[i].size()) run(i, a);
+    const clock::time_point host_end = clock::now();
     done.wait();
+    if (o_.dispatch_in_timings && posted) {
+      // A real device's share time (what the balancer sees) includes waking
+      // its thread and, for the device the worker waited for last, waking
+      // the worker: fixed costs of using the device that its own clock
+      // misses (simulated devices return modeled times, left as they are).
+      const clock::time_point joined = clock::now();
+      std::size_t last = n;
+      for (std::size_t i = 0; i < n; ++i)
+        if (threads_[i] && shares[i].size() && (last == n || ended[i] > ended[last])) last = i;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!threads_[i] || !shares[i].size() || modeled_[i]) continue;
+        double extra = std::max(0.0, wake[i]);
+        if (i == last && ended[i] > host_end) extra += std::chrono::duration<double>(joined - ended[i]).count();
+        t[i].total += extra;
+      }
+    }
     for (std::size_t i = 0; i < n; ++i)
       if (err[i]) {
         std::string what = "unknown exception";
@@ -230,6 +266,7 @@ class multi_device_exec final : public executable {
     for (auto& [sz, p] : sizes_) s.retunes += p->tuner.retunes();
     s.weights = ps.tuner.weights();
     s.tuned = ps.tuner.tuned();
+    if (p_.kind == balance_kind::iterative) s.fits = ps.tuner.fits();
     for (std::size_t i = 0; i < shares.size(); ++i) {
       s.rows[i] += shares[i].size();
       s.seconds[i] += t[i].total;
@@ -247,6 +284,7 @@ class multi_device_exec final : public executable {
   std::string path_, names_;
   std::vector<std::size_t> gran_;
   std::vector<std::shared_ptr<device_thread>> threads_;  // null: run on the calling worker
+  std::vector<bool> modeled_;                           // simulated: times are modeled, not measured
   bool in_place_ = false;
   std::mutex m_;
   std::unordered_map<std::size_t, std::unique_ptr<per_size>> sizes_;

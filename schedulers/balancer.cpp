@@ -136,6 +136,106 @@ double imbalance(const std::vector<double>& t, const std::vector<double>& v) {
   return k < 2 ? 0.0 : hi / lo - 1;
 }
 
+share_time_fit fit_share_time(const std::vector<std::pair<double, double>>& points) {
+  if (points.empty()) return {};
+  const auto [v, t0] = points.back();
+  const double t = std::max(t0, min_time);
+  share_time_fit f{0, t / v};  // the seed's: proportional through the last point
+  // The most recent earlier point far enough from the last one that noise
+  // in either does not make the slope: a quarter of the larger share.
+  for (auto it = points.rbegin() + 1; it != points.rend(); ++it) {
+    const auto [vq, tq] = *it;
+    if (std::fabs(vq - v) < 0.25 * std::max(v, vq)) continue;
+    // At least 1% of the time is proportional: a device whose time did not
+    // grow with its share (noise, or all fixed cost) still gets a finite share.
+    double b = std::max((t - tq) / (v - vq), 0.01 * t / v);
+    double a = t - b * v;
+    // A negative intercept (time growing faster than the share, e.g. the
+    // unbalanced kernel's dear rows) is no fixed cost: keep the seed's model.
+    if (a > 0) f = {a, b};
+    break;
+  }
+  return f;
+}
+
+bool fit_agrees(const share_time_fit& f, const std::vector<std::pair<double, double>>& points, double tolerance) {
+  for (auto [v, t] : points) {
+    double p = f.at(v);
+    if (p > t * (1 + tolerance) || p * (1 + tolerance) < t) return false;
+  }
+  return true;
+}
+
+std::optional<double> balanced_time(const std::vector<share_time_fit>& f, const std::vector<bool>& set) {
+  // Σ (T − a_i)/b_i = 100  =>  T = (100 + Σ a_i/b_i) / Σ 1/b_i
+  double num = 100, den = 0;
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (set[i]) {
+      if (!(f[i].per_percent > 0)) return std::nullopt;
+      num += f[i].fixed / f[i].per_percent;
+      den += 1 / f[i].per_percent;
+    }
+  if (!(den > 0)) return std::nullopt;
+  double T = num / den;
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (set[i] && f[i].fixed >= T) return std::nullopt;  // it would get no work: a smaller set
+  return T;
+}
+
+std::vector<double> fitted_weights(const std::vector<share_time_fit>& f, const std::vector<bool>& usable,
+                                   const std::vector<bool>& keep, double min_gain, double* predicted) {
+  const std::size_t n = f.size();
+  std::vector<std::size_t> u;
+  for (std::size_t i = 0; i < n; ++i)
+    if (usable[i] && f[i].per_percent > 0) u.push_back(i);
+  if (u.empty()) return {};
+  // Every set of usable devices (N is small: 2^N sets); with more than 12,
+  // the sets of the k devices of smallest fixed cost (the best set is one
+  // of them when no device is preferred: a device helps iff its fixed cost
+  // is below the time of the others without it).
+  struct cand {
+    double T;
+    std::size_t size;
+    std::vector<bool> set;
+  };
+  std::vector<cand> cands;
+  auto consider = [&](std::vector<bool> set) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (keep.size() == n && keep[i] && usable[i] && !set[i]) return;
+    if (auto T = balanced_time(f, set)) {
+      std::size_t k = std::size_t(std::count(set.begin(), set.end(), true));
+      cands.push_back({*T, k, std::move(set)});
+    }
+  };
+  if (u.size() <= 12) {
+    for (std::size_t mask = 1; mask < (std::size_t(1) << u.size()); ++mask) {
+      std::vector<bool> set(n, false);
+      for (std::size_t j = 0; j < u.size(); ++j)
+        if (mask >> j & 1) set[u[j]] = true;
+      consider(std::move(set));
+    }
+  } else {
+    std::sort(u.begin(), u.end(), [&](std::size_t a, std::size_t b) { return f[a].fixed < f[b].fixed; });
+    std::vector<bool> set(n, false);
+    for (std::size_t i : u) set[i] = true, consider(set);
+  }
+  if (cands.empty()) return {};
+  double best = std::numeric_limits<double>::infinity();
+  for (auto& c : cands) best = std::min(best, c.T);
+  // The smallest set whose time is within min_gain of the best (then the fastest).
+  const cand* pick = nullptr;
+  for (auto& c : cands)
+    if (c.T * (1 - min_gain) <= best && (!pick || c.size < pick->size || (c.size == pick->size && c.T < pick->T)))
+      pick = &c;
+  std::vector<double> w(n, 0.0);
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (pick->set[i]) sum += w[i] = (pick->T - f[i].fixed) / f[i].per_percent;
+  for (double& x : w) x = pick->size == 1 && x > 0 ? 100.0 : x * 100 / sum;  // Σ is 100 up to rounding
+  if (predicted) *predicted = pick->T;
+  return w;
+}
+
 std::vector<std::vector<double>> exhaustive_candidates(std::size_t devices, double step) {
   if (devices == 0) throw error("exhaustive balancer: no devices");
   const std::size_t k = step_count(step);
@@ -230,8 +330,12 @@ balance_tuner::balance_tuner(balance_policy p, std::size_t devices) : p_(std::mo
   if (n_ == 0) throw error(who + "no devices");
   if (!(p_.delta > 0)) throw error(who + "delta must be positive");
   if (!(p_.threshold >= 0)) throw error(who + "threshold must not be negative");
+  if (!(p_.min_gain >= 0 && p_.min_gain < 1)) throw error(who + "min_gain must be in [0, 1)");
   if (p_.repeats == 0) throw error(who + "repeats must be at least 1");
   if (p_.max_iterations == 0) throw error(who + "max_iterations must be at least 1");
+  pts_.assign(n_, {});
+  keep_.assign(n_, false);
+  gran_.assign(n_, 1);
   switch (p_.kind) {
     case balance_kind::fixed: {
       if (p_.weights.size() != n_)
@@ -264,13 +368,28 @@ void balance_tuner::set_tuned(std::vector<double> w) {
   finish(std::move(w), std::nullopt);
 }
 
+void balance_tuner::set_granularity(std::vector<std::size_t> g) {
+  if (g.size() != n_) throw error("balancer " + p_.name() + ": granularities for another device count");
+  for (auto& x : g) x = std::max<std::size_t>(x, 1);
+  gran_ = std::move(g);
+}
+
+std::vector<balance::share_time_fit> balance_tuner::fits() const {
+  std::vector<balance::share_time_fit> f(n_);
+  for (std::size_t i = 0; i < n_; ++i) f[i] = balance::fit_share_time(pts_[i]);
+  return f;
+}
+
 void balance_tuner::finish(std::vector<double> w, std::optional<double> baseline) {
   w_ = std::move(w);
   phase_ = phase::tuned;
   baseline_ = baseline;
+  base_ms_ = 0;
+  base_n_ = 0;
   over_ = 0;
   acc_t_.clear();
   acc_n_ = 0;
+  dropped_.clear();
 }
 
 void balance_tuner::report(const std::vector<device_share>& shares, const std::vector<share_timing>& t) {
@@ -280,14 +399,28 @@ void balance_tuner::report(const std::vector<device_share>& shares, const std::v
   std::vector<double> tt(n_);
   for (std::size_t i = 0; i < n_; ++i) tt[i] = p_.with_transfers ? t[i].total : t[i].compute;
   const std::vector<double> v = share_percent(shares);
+  rows_ = 0;
+  for (auto& s : shares) rows_ += s.size();
 
   if (phase_ == phase::tuned) {
     last_imb_ = balance::imbalance(tt, v);
+    const double ms = *std::max_element(tt.begin(), tt.end());
+    // A device at 0% shows in no imbalance: the unit's time is watched too
+    // (baseline: the slowest of the first retune_after + 1 tuned units, so
+    // that one lucky unit does not set the bar).
+    const bool ms_ready = base_n_ > std::max(1u, p_.retune_after);
+    if (!ms_ready) base_ms_ = std::max(base_ms_, ms), ++base_n_;
     if (!baseline_) {
       baseline_ = last_imb_;  // what these weights give when nothing changed
       return;
     }
-    bool over = last_imb_ > p_.delta && last_imb_ > *baseline_ + p_.delta;
+    // Only the iterative search drops devices by its model, and re-tunes
+    // cheaply; an exhaustive sweep restarted by noise would cost every split.
+    bool idle = false;
+    for (double x : v) idle |= x == 0;
+    idle = idle && p_.kind == balance_kind::iterative && p_.fixed_costs;
+    bool over = (last_imb_ > p_.delta && last_imb_ > *baseline_ + p_.delta) ||
+                (idle && ms_ready && ms > base_ms_ * (1 + p_.delta));
     over_ = over ? over_ + 1 : 0;
     if (p_.retune && p_.kind != balance_kind::fixed && over_ >= std::max(1u, p_.retune_after)) {
       over_ = 0;
@@ -307,15 +440,80 @@ void balance_tuner::report(const std::vector<device_share>& shares, const std::v
   measured(tt, v);
 }
 
+void balance_tuner::record_points(const std::vector<double>& t, const std::vector<double>& v) {
+  for (std::size_t i = 0; i < n_; ++i)
+    if (v[i] > 0) pts_[i].emplace_back(v[i], t[i]);
+}
+
+bool balance_tuner::same_split(const std::vector<double>& w, const std::vector<double>& v) const {
+  if (rows_ == 0) return false;
+  auto next = split_shares(rows_, w, gran_);
+  auto now = share_percent(next);
+  for (std::size_t i = 0; i < n_; ++i)
+    if (std::fabs(now[i] - v[i]) > 1e-9) return false;
+  return true;
+}
+
+std::vector<double> balance_tuner::next_weights(const std::vector<double>& t, const std::vector<double>& v,
+                                                bool restarting) {
+  dropped_.clear();
+  if (p_.fixed_costs) {
+    // The fitted model is used only while every device's fit agrees with
+    // all its times in this search; otherwise (work not uniform over the
+    // rows, e.g. the unbalanced kernel) the seed's step is the safer one.
+    std::vector<balance::share_time_fit> f(n_);
+    std::vector<bool> usable(n_, false);
+    bool agree = true;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (pts_[i].empty()) continue;
+      f[i] = balance::fit_share_time(pts_[i]);
+      usable[i] = true;
+      // A device idle in this execution is judged on the fit from its last
+      // search (restarting: all there is to reconsider it by).
+      if (!(restarting && v[i] == 0) && !balance::fit_agrees(f[i], pts_[i])) agree = false;
+    }
+    double T = 0;
+    std::vector<double> w;
+    if (agree) w = balance::fitted_weights(f, usable, keep_, p_.min_gain, &T);
+    if (!w.empty()) {
+      // Fig. 7's threshold on the estimated share times (all T once balanced).
+      if (p_.threshold > 0 && T < p_.threshold) {
+        std::size_t top = std::size_t(std::max_element(w.begin(), w.end()) - w.begin());
+        for (std::size_t i = 0; i < n_; ++i) w[i] = i == top ? 100.0 : 0.0;
+      }
+      // Fig. 8's relaxation over the devices kept; a device the model
+      // drops is dropped at once (and kept out only if the unit gets faster).
+      if (p_.relax && iter_ > 2 && w_prev_.size() == n_) {
+        double sum = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+          if (w[i] > 0) w[i] = w_prev_[i] + (w[i] - w_prev_[i]) / double(iter_ - 1);
+          sum += w[i];
+        }
+        for (double& x : w) x = x * 100 / sum;
+      }
+      for (std::size_t i = 0; i < n_; ++i)
+        if (v[i] > 0 && w[i] == 0) dropped_.push_back(i);
+      return w;
+    }
+  }
+  return balance::adaptive_weights(t, v, iter_, w_prev_, p_.threshold, p_.relax);
+}
+
 void balance_tuner::measured(const std::vector<double>& t, const std::vector<double>& v) {
   last_imb_ = balance::imbalance(t, v);
-  double makespan = *std::max_element(t.begin(), t.end());
+  const double makespan = *std::max_element(t.begin(), t.end());
+  const double best_before = best_w_.empty() ? std::numeric_limits<double>::infinity() : best_time_;
   if (best_w_.empty() || makespan < best_time_) best_time_ = makespan, best_w_ = w_, best_imb_ = last_imb_;
+  if (p_.kind == balance_kind::iterative) record_points(t, v);
 
   switch (phase_) {
     case phase::first: {
       iter_ = 1;
-      std::vector<double> w = balance::adaptive_weights(t, v, iter_, {}, p_.threshold, p_.relax);
+      bool idle = false;
+      for (double x : v) idle |= x == 0;
+      std::vector<double> w;
+      if (p_.kind == balance_kind::iterative && idle) w = next_weights(t, v, true);  // re-tuning with devices at 0%
+      else w = balance::adaptive_weights(t, v, iter_, {}, p_.threshold, p_.relax);
       if (p_.kind == balance_kind::single_step) {
         finish(std::move(w), std::nullopt);
       } else {
@@ -325,17 +523,41 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
       }
       break;
     }
-    case phase::iterating:
-      if (last_imb_ < p_.delta) {
+    case phase::iterating: {
+      if (!dropped_.empty()) {
+        // The last step dropped devices: kept out only if the unit is now
+        // the fastest measured (within min_gain); else they come back, for
+        // the rest of this search, from the fastest distribution seen.
+        bool undo = makespan > best_before * (1 + p_.min_gain);
+        for (std::size_t i : dropped_) keep_[i] = keep_[i] || undo;
+        dropped_.clear();
+        if (undo) {
+          if (iter_ >= p_.max_iterations) {
+            finish(best_w_, best_imb_);
+          } else {
+            ++iter_;
+            w_ = best_w_;
+            w_prev_ = w_;
+          }
+          break;
+        }
+      }
+      if (last_imb_ < p_.delta && makespan <= best_time_ * (1 + p_.delta)) {
         finish(w_, last_imb_);
       } else if (iter_ >= p_.max_iterations) {
         finish(best_w_, best_imb_);  // did not converge: keep the fastest seen
       } else {
         ++iter_;
-        w_ = balance::adaptive_weights(t, v, iter_, w_prev_, p_.threshold, p_.relax);
-        w_prev_ = w_;
+        std::vector<double> w = next_weights(t, v, false);
+        if (same_split(w, v)) {
+          finish(best_w_, best_imb_);  // a fixed point: the next distribution is the one just run
+        } else {
+          w_ = std::move(w);
+          w_prev_ = w_;
+        }
       }
       break;
+    }
     case phase::exhaustive:
       if (++next_ == cand_.size()) finish(best_w_, best_imb_);
       else w_ = cand_[next_];
@@ -346,6 +568,13 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
 
 void balance_tuner::restart(const std::vector<double>& t, const std::vector<double>& v) {
   best_w_.clear();
+  dropped_.clear();
+  keep_.assign(n_, false);
+  bool idle = false, unknown = false;
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (v[i] > 0) pts_[i].clear();  // its times changed: a fresh fit
+    else idle = true, unknown |= pts_[i].empty();
+  }
   switch (p_.kind) {
     case balance_kind::exhaustive:
       next_ = 0;
@@ -353,9 +582,16 @@ void balance_tuner::restart(const std::vector<double>& t, const std::vector<doub
       phase_ = phase::exhaustive;
       break;
     default:
+      if (idle && (p_.kind != balance_kind::iterative || !p_.fixed_costs || unknown)) {
+        // A device at 0% with nothing to judge it by: seed 001's start, equal shares.
+        for (auto& p : pts_) p.clear();
+        w_.assign(n_, 100.0 / double(n_));
+        phase_ = phase::first;
+        break;
+      }
       // The execution that showed the imbalance is the first measurement:
       // single-step on its times normalised to equal shares (no equal-share
-      // execution wasted).
+      // execution wasted); devices at 0% are reconsidered on their last fits.
       phase_ = phase::first;
       measured(t, v);
       break;

@@ -15,6 +15,14 @@
 /// - `balance::iterative()`: single-step, then while the slowest device takes
 ///   ≥ δ longer than the fastest: `t'_i = t_i/v_i·100/N`, `w = balance(t')`,
 ///   relaxed as `w = w_prev + (w − w_prev)/(iter − 1)` once iter > 2 (Fig. 8).
+///   Beyond the seed (docs/balancing.md, "Fixed costs and dropped devices"):
+///   from two executions at different shares each device's time is fitted
+///   as `t_i = a_i + b_i·v_i` (a fixed cost `a_i` per execution: launch,
+///   transfer latency); while every fit agrees with the device's measured
+///   times, the next weights balance the fitted times, over the set of
+///   devices whose predicted unit time is shortest (a device that would cut
+///   it by less than `min_gain` gets 0%); a drop is kept only if the unit
+///   without the device is the fastest measured so far.
 /// - `balance::exhaustive(step)`: every split at `step` (5% default; 1% is the
 ///   oracle the tests compare with), keeping the fastest.
 ///
@@ -71,6 +79,17 @@ struct balance_policy {
   unsigned max_iterations = 10;
   /// `iterative`: relaxation on (seed 001: without it the search oscillated).
   bool relax = true;
+  /// `iterative`: fit each device's time as `a + b·v` (a fixed cost per
+  /// execution plus a part proportional to its share) from two executions
+  /// at different shares, balance the fitted times and drop devices that do
+  /// not pay off (docs/balancing.md). false = seed 001's proportional model
+  /// `t'_i = t_i/v_i·100/N` alone, no device ever dropped but by `threshold`.
+  bool fixed_costs = true;
+  /// `iterative` with `fixed_costs`: a device is used only if the fitted
+  /// times predict that it cuts the unit's time by at least this fraction
+  /// (0.02 = 2%); below that, running one more device is not worth its
+  /// unmodelled costs (a device thread to wake, a core less for the host).
+  double min_gain = 0.02;
   /// In a stream, re-tune when the measured imbalance exceeds δ (and has
   /// grown by δ since tuning ended; single-step and exhaustive splits may be
   /// imbalanced by design).
@@ -100,6 +119,35 @@ std::vector<double> adaptive_weights(const std::vector<double>& t, const std::ve
                                      const std::vector<double>& w_prev, double threshold, bool relax = true);
 /// max(t)/min(t) − 1 over devices with `v[i] > 0` (0 with fewer than two).
 double imbalance(const std::vector<double>& t, const std::vector<double>& v);
+
+/// A device's share time as a function of its share: `t(v) = fixed + per_percent·v`
+/// (seconds; v in percent of the unit). The seed's model is `fixed == 0`.
+struct share_time_fit {
+  double fixed = 0;
+  double per_percent = 0;
+  double at(double v) const noexcept { return v > 0 ? fixed + per_percent * v : 0.0; }
+};
+/// Fits `points` (share percent, seconds; in the order measured) as in the
+/// iterative search: through the last point and the most recent earlier one
+/// whose share differs by at least a quarter of the larger share; `fixed`
+/// is kept only when positive (else the seed's proportional fit through the
+/// last point), `per_percent` is at least 1% of the last point's t/v. One
+/// point (or none far enough): proportional. Empty: {0, 0}.
+share_time_fit fit_share_time(const std::vector<std::pair<double, double>>& points);
+/// Whether `f` agrees with every point within a factor 1 + `tolerance`.
+bool fit_agrees(const share_time_fit& f, const std::vector<std::pair<double, double>>& points, double tolerance = 0.5);
+/// The fitted unit time of devices `set` sharing a unit in balance: the T
+/// with `Σ (T − fixed_i)/per_percent_i = 100`; nothing if a device of the
+/// set would get no work (its fixed cost is not below T).
+std::optional<double> balanced_time(const std::vector<share_time_fit>& f, const std::vector<bool>& set);
+/// Weights (percent) balancing fitted times over the device set with the
+/// shortest balanced time, among devices with `usable[i]`; `keep[i]`
+/// devices are in every set considered. A smaller set is preferred when its
+/// time is within `min_gain` (a fraction) of the best. Devices outside the
+/// set get 0. `*predicted` (if given) receives the set's balanced time.
+/// Empty if no device is usable.
+std::vector<double> fitted_weights(const std::vector<share_time_fit>& f, const std::vector<bool>& usable,
+                                   const std::vector<bool>& keep, double min_gain, double* predicted = nullptr);
 /// Every split of 100% into `devices` parts that are multiples of `step`
 /// (fraction), in lexicographic order (seed 001's EXHAUSTIVE candidates).
 std::vector<std::vector<double>> exhaustive_candidates(std::size_t devices, double step);
@@ -134,6 +182,13 @@ class balance_tuner {
   void report(const std::vector<device_share>& shares, const std::vector<share_timing>& t);
   /// Starts tuned with `w` (e.g. from a balance_cache).
   void set_tuned(std::vector<double> w);
+  /// The devices' granularities (split_shares): the iterative search stops
+  /// when its next distribution would give every device the rows it just
+  /// ran (a fixed point). Default: 1 each.
+  void set_granularity(std::vector<std::size_t> g);
+  /// Each device's fitted share time in the current search (`iterative`;
+  /// {0, 0} for a device not measured yet).
+  std::vector<balance::share_time_fit> fits() const;
   /// Executions whose times the search used (the initial tuning and re-tunings).
   unsigned tuning_executions() const noexcept { return tuning_execs_; }
   /// Times tuning restarted because a stream's imbalance grew past δ.
@@ -149,6 +204,10 @@ class balance_tuner {
   void measured(const std::vector<double>& t, const std::vector<double>& v);
   void finish(std::vector<double> w, std::optional<double> baseline);
   void restart(const std::vector<double>& t, const std::vector<double>& v);
+  void record_points(const std::vector<double>& t, const std::vector<double>& v);
+  /// The next weights of the iterative search (iter_ already counted).
+  std::vector<double> next_weights(const std::vector<double>& t, const std::vector<double>& v, bool restarting);
+  bool same_split(const std::vector<double>& w, const std::vector<double>& v) const;
 
   balance_policy p_;
   std::size_t n_;
@@ -168,6 +227,16 @@ class balance_tuner {
   // exhaustive
   std::vector<std::vector<double>> cand_;
   std::size_t next_ = 0;
+  // iterative with fixed costs: each device's (share %, seconds) in this search
+  std::vector<std::vector<std::pair<double, double>>> pts_;
+  std::vector<bool> keep_;             // drop undone: in every set for the rest of the search
+  std::vector<std::size_t> dropped_;   // dropped by the last step: kept only if the unit got faster
+  std::vector<std::size_t> gran_;
+  std::size_t rows_ = 0;               // rows of the last unit reported
+  // tuned: makespan baseline (slowest of the first retune_after + 1 tuned
+  // units) for devices at 0%, whose imbalance cannot show
+  double base_ms_ = 0;
+  unsigned base_n_ = 0;
 };
 
 /// Tuned weights per (node path, unit size, device set); thread safe.

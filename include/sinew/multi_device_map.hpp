@@ -51,6 +51,12 @@ struct multi_device_options {
   bool use_cache = true;
   /// Units whose shares and timings `device_stats` keeps (the most recent).
   std::size_t history = 64;
+  /// Add to a real device's share time (`share_timing::total`) what the
+  /// unit waits for beyond the device's own clock: waking its device thread
+  /// and, when the worker waited for it last, waking the worker. These are
+  /// fixed costs of using the device (tens of microseconds) that the
+  /// balancer must see to tell when a device does not pay off.
+  bool dispatch_in_timings = true;
 };
 
 /// One unit's split.
@@ -74,6 +80,10 @@ struct multi_device_stats {
   std::uint64_t retunes = 0;            ///< re-tunings after the imbalance grew past δ
   std::uint64_t cache_hits = 0;         ///< unit sizes whose weights came from the cache
   bool tuned = false;                   ///< for the last unit size seen
+  /// Each device's fitted share time `fixed + per_percent·v` in the
+  /// iterative search of the last unit size seen ({0, 0}: not measured, or
+  /// another policy); see balance::fit_share_time.
+  std::vector<balance::share_time_fit> fits;
   std::vector<unit_shares> recent;      ///< the last `history` units, oldest first
   /// "device shares: host 62.0%, sim:gpu 38.0% (iterative, tuned, 3 tuning executions)".
   std::string str() const;

@@ -35,7 +35,9 @@ struct simulated_model {
   double speed = 1e6;
   /// Cost of outermost index r in cost units; null = 1 per row.
   std::function<double(std::size_t r)> row_cost;
-  /// Seconds added to every non-empty share (kernel launch, queue round trip).
+  /// Seconds added to every non-empty share (kernel launch, queue round
+  /// trip, transfer latency): the fixed per-execution cost the iterative
+  /// balancer fits (docs/balancing.md, "Fixed costs and dropped devices").
   double launch_overhead = 0;
   /// Transfer model: bytes moved per row of a share and seconds per byte.
   double bytes_per_row = 0;
