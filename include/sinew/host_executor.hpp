@@ -14,7 +14,20 @@
 /// auto cpu2 = sinew::host<Saxpy>({2.0f}, {}, {.sched = &half});  // on 2 workers of its own
 /// sinew::graph g(sinew::multi_device_map({cpu, cpu2}, sinew::balance::iterative()));
 /// \endcode
+///
+/// Task size: a share is split into tasks of `map_options::min_task` items
+/// (elements, or outermost indices for per-chunk leaves; default 2048 / 1),
+/// and runs inline when it cannot make two. A balancer may give the host a
+/// few rows of costly work, which at that size would run on one or a few
+/// workers: the executor times every share, estimates the work of one item
+/// (`seconds × min(tasks, workers) / items`) and, for the next share, lowers
+/// the task size to what takes about `host_options::task_seconds` (100 us),
+/// never raising it above `min_task`. Cheap items (saxpy: nanoseconds) keep
+/// the configured size.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -31,6 +44,11 @@ struct host_options {
   std::size_t granularity = 0;
   /// Shown in statistics; "" = "host" (or "host:<scheduler name>" with a scheduler of its own).
   std::string name;
+  /// Work a task should hold, in seconds of one worker: tasks are made
+  /// smaller than `map_options::min_task` items when items are so costly
+  /// that a task of min_task would take longer (measured on the previous
+  /// share). 0 = always min_task.
+  double task_seconds = 100e-6;
 };
 
 /// Base of every host executor: lets a multi-device map run the one that
@@ -66,16 +84,33 @@ class host_executor final : public host_executor_base {
   share_timing execute(const device_share& s, detail::exec_args& a) override {
     detail::exec_args mine = a;
     if (ho_.sched) mine.sched = ho_.sched;
+    const shape& shp = a.in->shape();
+    const std::size_t rows = std::min(s.end, shp.ext[0]) - std::min(s.begin, shp.ext[0]);
+    const std::size_t items = S::chunked ? rows : rows * (shp.inner() ? shp.inner() : 1);
     auto t0 = std::chrono::steady_clock::now();
-    exec_.execute_rows(mine, s.begin, s.end);
+    std::size_t tasks = exec_.run_rows(mine, s.begin, s.end, task_size());
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (items && sec > 0) {
+      std::size_t workers = mine.sched ? std::max(1u, mine.sched->concurrency()) : 1;
+      item_seconds_.store(sec * double(std::min(tasks, workers)) / double(items), std::memory_order_relaxed);
+    }
     return {sec, sec};  // host memory: no transfers
+  }
+
+  /// Items per task for the next share (see the file comment).
+  std::size_t task_size() const noexcept {
+    const std::size_t configured = mo_.min_task ? mo_.min_task : S::chunked ? 1 : 2048;
+    const double c = item_seconds_.load(std::memory_order_relaxed);
+    if (!(ho_.task_seconds > 0) || !(c > 0)) return configured;
+    const double want = std::ceil(ho_.task_seconds / c);
+    return want >= double(configured) ? configured : std::max<std::size_t>(1, std::size_t(want));
   }
 
  private:
   detail::map_exec<F> exec_;
   map_options mo_;
   host_options ho_;
+  std::atomic<double> item_seconds_{0};  // one worker's seconds per item, last share
 };
 
 /// A host executor for the functor leaf `F` (see leaf.hpp for its forms).

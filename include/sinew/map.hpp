@@ -29,7 +29,9 @@ struct map_options {
   /// (per-chunk functors). Chunks are multiples of it. 0 = 1.
   std::size_t grain = 0;
   /// Units smaller than this (elements, or outermost indices for per-chunk
-  /// functors) run inline on the calling worker. 0 = 4096 elements / 2 indices.
+  /// functors) run inline on the calling worker. 0 = twice the task size
+  /// (`min_task`, default 2048 elements / 1 index: 4096 elements / 2
+  /// indices), i.e. a unit runs inline when it cannot make two tasks.
   std::size_t inline_below = 0;
   /// Smallest number of elements (outermost indices for per-chunk functors)
   /// worth a task of its own. 0 = 2048 elements / 1 index. Lower it for
@@ -114,7 +116,13 @@ class map_exec final : public row_executable {
 
   /// Runs only outermost indices [rb, min(re, rows)) of the unit: one
   /// device's share when a multi_device_map splits it (host_executor.hpp).
-  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) override {
+  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) override { run_rows(a, rb, re, 0); }
+
+  /// As execute_rows, with the task size given (`min_task` in elements, or
+  /// outermost indices for per-chunk functors; 0 = the map's option): a host
+  /// executor lowers it for costly elements. Returns how many tasks the rows
+  /// were split into (1: run inline).
+  std::size_t run_rows(exec_args& a, std::size_t rb, std::size_t re, std::size_t min_task) {
     const layer& in = *a.in;
     layer& out = *a.out;
 #ifndef NDEBUG
@@ -134,36 +142,40 @@ class map_exec final : public row_executable {
       std::size_t r0 = std::min(rb, rows), n = rows - r0;
       std::size_t inner = dom.inner() ? dom.inner() : 1;
       std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
-      std::size_t lim = o_.inline_below ? o_.inline_below : 2;
+      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 1;
+      std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       auto body = [&](std::size_t b, std::size_t e) {
         call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
-      if (n < lim || !a.sched) body(0, n);
-      else split(a, n, g, o_.min_task ? o_.min_task : 1, body);
+      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      return split(a, n, g, mt, body);
     } else {
       std::size_t inner = in.shape().inner();
       std::size_t rows = std::min(re, in.shape().ext[0]);
       std::size_t e0 = std::min(rb, rows) * inner, n = rows * inner - e0;
       std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
-      std::size_t lim = o_.inline_below ? o_.inline_below : 4096;
+      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 2048;
+      std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       const shape* shp = &in.shape();
       auto body = [&](std::size_t b, std::size_t e) {
         run_elems(e0 + b, e0 + e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
-      if (n < lim || !a.sched) body(0, n);
-      else split(a, n, g, o_.min_task ? o_.min_task : 2048, body);
+      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      return split(a, n, g, mt, body);
     }
   }
 
   /// Parallel loop over [0, n) in blocks that are multiples of `g` (the
   /// indivisible unit), each task at least `min_items` long where possible.
+  /// Returns the number of tasks.
   template <class Body>
-  static void split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
+  static std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
     std::size_t blocks = (n + g - 1) / g;
     std::size_t per_task = std::max<std::size_t>(1, (min_items + g - 1) / g);
     a.sched->parallel_for(blocks, per_task, [&](std::size_t bb, std::size_t be) {
       body(bb * g, std::min(n, be * g));
     });
+    return (blocks + per_task - 1) / per_task;
   }
 
  private:
