@@ -8,7 +8,8 @@
 // device (target ≥ 1.0). Tuning executions process real units; how many
 // each balancer needed (each distribution tried is timed on two units, as
 // in seed 001; and how long they took) is printed as a note, and
-// so is each device's median share time once tuned (the steady state).
+// so is each device's median share time once tuned (the steady state) and
+// the iterative search's fitted share times (fixed cost + per percent).
 //
 // Every balancer, the optimum included, balances the share times *with*
 // transfers (the default, `balance_policy::with_transfers`): the benchmark
@@ -201,6 +202,15 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     }
     ctx.note(tag + c.name + ": tuned in " + std::to_string(st.tuning_executions) + " execution(s), " +
              sb::format_double(tuning_s * 1e3, 1) + " ms; weights " + w);
+    if (!st.fits.empty()) {
+      // The iterative search's fitted share times (fixed cost + per percent
+      // of the unit), to tell a device dropped for its fixed cost.
+      std::string f;
+      for (std::size_t i = 0; i < st.fits.size(); ++i)
+        f += (i ? ", " : "") + st.devices[i] + " " + sb::format_double(st.fits[i].fixed * 1e3, 3) + " ms + " +
+             sb::format_double(st.fits[i].per_percent * 1e3, 4) + " ms/%";
+      ctx.note(tag + c.name + ": fitted share times " + f);
+    }
     const auto& s = measure(c.name, g, "tuned: " + std::to_string(st.tuning_executions) + " tuning execs");
     if (!s.stats.n) continue;
     ctx.note(tag + c.name + ": " + steady_state(sinew::device_stats(m), std::size_t(ctx.reps())));
