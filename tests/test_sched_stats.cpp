@@ -142,21 +142,26 @@ TEST_CASE("stats: steal workers of a synthetic topology split steals by node",
   for (unsigned w = 0; w < 16; ++w) CHECK(s.worker_node(w) == int(w / 4));
   CHECK_THROWS_AS(s.worker_node(16), error);
   CHECK(s.current_node() == -1);
-  // One task spawns many slow-ish ones on its own deque: the others steal.
+  // One task spawns many on its own deque, then waits until another worker
+  // has run one of them, which it can only have stolen.
   std::atomic<int> done{0};
+  sched_test::steal_witness witness(0, 1);
   {
     task_group g(s);
     g.run([&] {
       for (int i = 0; i < 2000; ++i)
         g.run([&] {
+          witness.block(0);
           volatile int x = 0;
           for (int k = 0; k < 2000; ++k) x = x + k;
           done++;
         });
+      witness.block(0);
     });
     g.wait();
   }
   CHECK(done.load() == 2000);
+  CHECK(witness.stolen());
   auto st = settled_stats(s, 2001);
   for (const auto& w : st.workers) CHECK(w.steals == w.steals_same_node + w.steals_remote);
   CHECK(st.steals_same_node() + st.steals_remote() > 0);
