@@ -10,9 +10,6 @@
 #include "worker_common.hpp"
 
 #include <algorithm>
-#include <new>
-
-#include <oneapi/tbb/scalable_allocator.h>
 #include <chrono>
 
 #include <sinew/detail/clock.hpp>
@@ -59,7 +56,7 @@ inline void idle_backoff(unsigned round) noexcept {
 constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
 
 // A task: a submitted function, or a block [b, e) of a parallel_for.
-struct task {
+struct task : workers::scalable_new {
   task* next_free = nullptr;
   loop_ctx* loop = nullptr;  // null: a submitted function
   std::size_t b = 0, e = 0;
@@ -67,19 +64,6 @@ struct task {
   std::vector<std::uint64_t> D;    // bytes on each node (when total > 0)
   std::function<void()> fn;
   detail::task_counter* counter = nullptr;  // a task_group's task: counted there when it ends
-  // oneTBB's scalable allocator: outside threads allocate the tasks they
-  // submit and workers free them; glibc's arenas serialise that traffic on
-  // one lock (16 workers freeing a main thread's 5 us tasks).
-  // (Sanitizer builds keep the default allocator: ThreadSanitizer cannot
-  // see the uninstrumented allocator's hand-over of reused memory, nor
-  // AddressSanitizer its frees.)
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-  static void* operator new(std::size_t n) {
-    if (void* p = scalable_malloc(n)) return p;
-    throw std::bad_alloc();
-  }
-  static void operator delete(void* p) noexcept { scalable_free(p); }
-#endif
   void recycle() noexcept {
     loop = nullptr;
     counter = nullptr;
