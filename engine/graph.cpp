@@ -71,6 +71,10 @@ std::string graph::describe() const {
 }
 
 void run_future::wait() const {
+  // The caller would sleep until the run ends: if the run has not started
+  // yet (its first task still waits for a worker), it starts it here and
+  // runs as far as the stages take it on this thread.
+  if (s_->caller_may_run) s_->run_start();
   std::unique_lock<std::mutex> lk(s_->done_m);
   s_->done_cv.wait(lk, [&] { return s_->done; });
 }
@@ -154,7 +158,7 @@ run_stats run_future::stats() const {
   r.units_alive_max = s_->alive_max.load();
   r.units_alive = s_->alive.load();
   r.bytes_in = s_->bytes_in.load();
-  for (auto& c : s_->channels) r.capacity_total += c->cap;
+  for (auto& c : s_->channels) r.capacity_total += c->capacity();
   {
     std::lock_guard<std::mutex> lk(s_->done_m);
     r.done = s_->done;
@@ -169,7 +173,7 @@ run_stats run_future::stats() const {
     stage_stats x;
     x.path = st->spec ? st->spec->path : s_->snk.impl().label();
     x.concurrency = st->max_active;
-    x.capacity = st->in->cap;
+    x.capacity = st->in->capacity();
     x.high_water = st->in->high_water.load();
     x.queued = st->in->size_now();
     x.units = st->units.load();

@@ -156,7 +156,8 @@ void stage_placement::place(layer& out, int toucher_node, bool split) {
 
 bool region_rt::try_enter() noexcept {
   std::size_t o = occupied.load(std::memory_order_seq_cst);
-  while (o < window)
+  const std::size_t w = window.load(std::memory_order_relaxed);
+  while (o < w)
     if (occupied.compare_exchange_weak(o, o + 1, std::memory_order_seq_cst)) return true;
   return false;
 }
@@ -168,12 +169,20 @@ void region_rt::leave() {
 
 // ---------------------------------------------------------------- channel
 
-channel::channel(kind k_, std::size_t cap_, int depth_) : k(k_), cap(cap_ ? cap_ : 1), depth(depth_) {
-  if (k == kind::spsc) sr = std::make_unique<spsc_ring<work_unit*>>(cap);
-  else if (k == kind::mpmc) mr = std::make_unique<mpmc_ring<work_unit*>>(2 * cap);  // see push()
+channel::channel(kind k_, std::size_t cap_, int depth_, std::size_t cap_max_)
+    : k(k_), cap(cap_ ? cap_ : 1), cap_max(std::max(cap_max_, cap_ ? cap_ : 1)), depth(depth_) {
+  if (k == kind::spsc) sr = std::make_unique<spsc_ring<work_unit*>>(cap_max);
+  else if (k == kind::mpmc) mr = std::make_unique<mpmc_ring<work_unit*>>(2 * cap_max);  // see push()
+  else {
+    const std::size_t n = ring_size_for(2 * cap_max);  // slack: see reorder_cell
+    rmask = n - 1;
+    rcells.reset(new reorder_cell[n]);
+    for (std::size_t i = 0; i < n; ++i) rcells[i].seq.store(i, std::memory_order_relaxed);
+  }
 }
 
 bool channel::try_reserve() noexcept {
+  const std::size_t cap = capacity();
   if (sr) {
     if (!sr->producer_has_room(cap)) return false;
     std::size_t occ = sr->producer_size() + 1;
@@ -198,12 +207,13 @@ void channel::unreserve() noexcept {
   freed();
 }
 
-void channel::pushed() {
+void channel::pushed(bool head) {
   // An idle serial consumer is waiting for input only if the channel was
-  // empty; otherwise it is waiting for room downstream. A concurrent one may
-  // take more units at once. (Stale views are covered by the full wake every
-  // activation does when it ends.)
-  if (consumer->max_active > 1 || size_now() <= 1) consumer->hint();
+  // empty (reorder: for the unit whose turn it is); otherwise it is waiting
+  // for room downstream. A concurrent one may take more units at once.
+  // (Stale views are covered by the full wake every activation does when it
+  // ends.)
+  if (consumer->max_active > 1 || head) consumer->hint();
 }
 
 void channel::freed() {
@@ -218,15 +228,19 @@ void channel::freed() {
   }
 }
 
-void channel::push(work_unit* u) {
+bool channel::push(work_unit* u) {
   if (k == kind::reorder) {
-    std::lock_guard<std::mutex> lk(m);
-    pending.emplace(u->ticket(unsigned(depth)), u);
-    std::size_t r = ready.load(std::memory_order_relaxed);
-    while (pending.count(next + r)) ++r;
-    ready.store(r, std::memory_order_seq_cst);
-    queued.store(pending.size(), std::memory_order_seq_cst);
-    return;
+    const std::uint64_t t = u->ticket(unsigned(depth));
+    reorder_cell& c = rcells[t & rmask];
+    if (c.seq.load(std::memory_order_acquire) == t) {
+      c.u.store(u, std::memory_order_relaxed);
+      c.seq.store(t + 1, std::memory_order_seq_cst);  // published: the consumer may take it
+    } else {
+      std::lock_guard<std::mutex> lk(om);  // out of the window: only while dropping
+      overflow.emplace(t, u);
+      overflow_n.fetch_add(1, std::memory_order_seq_cst);
+    }
+    return next.load(std::memory_order_seq_cst) == t;
   }
   // `used` <= cap bounds how many units the ring holds, not where they sit: a
   // consumer that claimed a cell but has not yet released it (it is between
@@ -236,34 +250,82 @@ void channel::push(work_unit* u) {
   // claimant is about to finish, so wait for it.
   if (sr) {
     sr->try_push(u);  // single producer and consumer: the reservation guarantees room
-    return;
+    return sr->size_approx() <= 1;
   }
   while (!mr->try_push(u)) std::this_thread::yield();
+  return consumer->max_active > 1 || mr->size_approx() <= 1;
+}
+
+bool channel::overflow_has_next() const noexcept {
+  if (overflow_n.load(std::memory_order_seq_cst) == 0) return false;
+  std::lock_guard<std::mutex> lk(om);
+  return !overflow.empty() && overflow.begin()->first == next.load(std::memory_order_seq_cst);
+}
+
+bool channel::pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order) {
+  if (overflow_n.load(std::memory_order_seq_cst) == 0) return false;
+  std::lock_guard<std::mutex> lk(om);
+  if (overflow.empty()) return false;
+  auto it = overflow.begin();
+  std::uint64_t n = next.load(std::memory_order_seq_cst);
+  if (it->first != n && !any_order) return false;
+  // In order: `next` moves only with the cell of ticket n, which is not in
+  // the ring (it is here), so no one else takes n meanwhile.
+  if (it->first == n && !next.compare_exchange_strong(n, n + 1, std::memory_order_seq_cst)) return false;
+  u = it->second;
+  ticket = it->first;
+  overflow.erase(it);
+  overflow_n.fetch_sub(1, std::memory_order_seq_cst);
+  return true;
+}
+
+bool channel::any_cell_full() const noexcept {
+  for (std::uint64_t i = 0; i <= rmask; ++i)
+    if (((rcells[i].seq.load(std::memory_order_seq_cst) - 1) & rmask) == i) return true;
+  return overflow_n.load(std::memory_order_seq_cst) > 0;
+}
+
+bool channel::pop_any_cell(work_unit*& u, std::uint64_t& ticket) {
+  // Dropping: any unit will do. A cell is full when seq - 1 is its index
+  // modulo the size; taking it frees it for the ticket one lap later.
+  for (std::uint64_t i = 0; i <= rmask; ++i) {
+    reorder_cell& c = rcells[i];
+    std::uint64_t s = c.seq.load(std::memory_order_acquire);
+    if (((s - 1) & rmask) != i) continue;
+    work_unit* x = c.u.load(std::memory_order_relaxed);
+    if (c.seq.compare_exchange_strong(s, s - 1 + rmask + 1, std::memory_order_seq_cst)) {
+      u = x;
+      ticket = s - 1;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
-  bool ok;
+  bool ok = false;
   if (k == kind::reorder) {
-    std::lock_guard<std::mutex> lk(m);
-    ok = false;
-    if (!pending.empty() && (pending.begin()->first == next || any_order)) {
-      auto it = pending.begin();
-      u = it->second;
-      next = it->first + 1;
-      pending.erase(it);
-      std::size_t r = 0;
-      while (pending.count(next + r)) ++r;
-      ready.store(r, std::memory_order_seq_cst);
-      queued.store(pending.size(), std::memory_order_seq_cst);
-      ticket = pops++;
-      ok = true;
+    // In ticket order: take the cell of `next` once it is full. Several
+    // consumers (a farm after the farm) agree through the CAS on `next`.
+    for (;;) {
+      std::uint64_t n = next.load(std::memory_order_seq_cst);
+      reorder_cell& c = rcells[n & rmask];
+      if (c.seq.load(std::memory_order_acquire) != n + 1) break;
+      if (next.compare_exchange_weak(n, n + 1, std::memory_order_seq_cst)) {
+        u = c.u.load(std::memory_order_relaxed);
+        c.seq.store(n + rmask + 1, std::memory_order_release);  // free for ticket n + size
+        ticket = n;  // units leave in ticket order: the n-th one out
+        ok = true;
+        break;
+      }
     }
+    if (!ok) ok = pop_overflow(u, ticket, any_order) || (any_order && pop_any_cell(u, ticket));
   } else {
     ok = sr ? sr->try_pop(u, &ticket) : mr->try_pop(u, &ticket);
   }
   if (!ok) return false;
   // A serial producer can only be waiting on us if the channel was full.
-  bool was_full = sr ? sr->size_approx() + 1 >= cap : used.fetch_sub(1, std::memory_order_seq_cst) >= cap;
+  bool was_full = sr ? sr->size_approx() + 1 >= capacity() : used.fetch_sub(1, std::memory_order_seq_cst) >= capacity();
   if (was_full || !producer || producer->max_active > 1) freed();
   if (closes) closes->leave();
   return true;
@@ -271,9 +333,11 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
 
 bool channel::has_data() const noexcept {
   seq_cst_fence();
-  if (k == kind::reorder)
-    return ready.load(std::memory_order_seq_cst) > 0 ||
-           (consumer && consumer->run->dropping() && queued.load(std::memory_order_seq_cst) > 0);
+  if (k == kind::reorder) {
+    if (consumer && consumer->run->dropping()) return any_cell_full();  // rare: a scan
+    const std::uint64_t n = next.load(std::memory_order_seq_cst);
+    return rcells[n & rmask].seq.load(std::memory_order_seq_cst) == n + 1 || overflow_has_next();
+  }
   return sr ? !sr->empty_approx() : !mr->empty_approx();
 }
 
@@ -284,7 +348,18 @@ void stage_rt::hint() {
   // running (it retries on its own). A stale "running" can hide a stage that
   // is just leaving; the caller's activation then wakes it for certain when
   // it ends (leave), so a unit waits at most that long.
-  if (active.load(std::memory_order_relaxed) < max_active) notify();
+  const unsigned a = active.load(std::memory_order_relaxed);
+  if (a < max_active && !enough_running(a)) notify();
+}
+
+bool stage_rt::enough_running(unsigned a) const noexcept {
+  // A cheap concurrent stage (a farm of fine-grained units) adds a replica
+  // only when more units wait than replicas run: the running ones loop and
+  // take them, and one more would cost a task and a worker's wake-up for a
+  // unit that is done sooner than that. Its queue then grows while the
+  // replicas cannot keep up, which adds them one by one. Costly stages (and
+  // stages whose cost is not known yet) start one per unit at once.
+  return a > 0 && max_active > 1 && in && cheap() && in->size_now() <= a;
 }
 
 stage_rt* stage_rt::leave() {
@@ -300,7 +375,7 @@ bool stage_rt::has_work() const noexcept {
   if (!in) return !run->source_done.load(std::memory_order_seq_cst) && out->has_space();  // source
   if (!in->has_data() || (out && !out->has_space())) return false;
   for (region_rt* r : admits)
-    if (r->occupied.load(std::memory_order_seq_cst) >= r->window) return false;
+    if (r->occupied.load(std::memory_order_seq_cst) >= r->window.load(std::memory_order_relaxed)) return false;
   return true;
 }
 
@@ -308,7 +383,9 @@ bool stage_rt::claim() {
   seq_cst_fence();
   unsigned a = active.load(std::memory_order_seq_cst);
   if (a >= max_active || !has_work()) return false;
-  while (a < max_active)
+  // With `a` activations running, each of them notifies again when it
+  // leaves (after its decrement): the last one to leave sees a == 0.
+  while (a < max_active && !enough_running(a))
     if (active.compare_exchange_weak(a, a + 1, std::memory_order_seq_cst)) return true;
   return false;
 }
@@ -318,7 +395,9 @@ void stage_rt::notify() {
 }
 
 void stage_rt::spawn() {
-  run->sched->submit([keep = run->shared_from_this(), this] { run_chain(this); });
+  // The task holds the run (an aliasing pointer: one shared_ptr, 16 bytes,
+  // which std::function stores without allocating).
+  run->sched->submit([self = std::shared_ptr<stage_rt>(run->shared_from_this(), this)] { run_chain(self.get()); });
 }
 
 void stage_rt::run_chain(stage_rt* s) {
@@ -359,6 +438,12 @@ stage_rt* stage_rt::activation() {
   const unsigned batch = run->g->opts.batch ? run->g->opts.batch : 1;
   unsigned budget = batch;
   std::uint64_t why = wait_input;
+  tally counts;
+  // A concurrent stage's activation counts itself in `inflight` from before
+  // its first pop to after its last unit is passed on, so end of stream
+  // leaves after every unit taken before it (see finish_one) at the cost of
+  // two atomic operations per activation instead of two per unit.
+  if (concurrent) inflight.fetch_add(1, std::memory_order_seq_cst);
   for (;;) {
     if (out && !out->try_reserve()) {
       why = wait_output;
@@ -369,18 +454,22 @@ stage_rt* stage_rt::activation() {
       why = wait_output;        // the ordered window is full: back pressure
       break;
     }
-    if (concurrent) inflight.fetch_add(1, std::memory_order_seq_cst);
     work_unit* u;
     std::uint64_t ticket;
     if (!in->try_pop(u, ticket, run->dropping())) {
       if (out) out->drop_reservation();
       leave_regions(admits.size());
-      if (concurrent) finish_one();
       break;
     }
-    process(u, ticket);
+    if (counts.deferred && !u->end_of_stream()) {  // busy again: the consumer runs elsewhere
+      counts.deferred = false;
+      out->consumer->hint();
+    }
+    process(u, ticket, counts);
     if (--budget == 0) {
       account(t0, batch);
+      flush(counts);
+      if (concurrent) finish_one();  // the fresh task counts itself again
       // Yield the worker but keep our activation slot: a fresh task goes on.
       spawn();
       if (out) out->consumer->notify();  // deferred wakes (see process)
@@ -388,6 +477,8 @@ stage_rt* stage_rt::activation() {
     }
   }
   const std::uint64_t t1 = account(t0, batch - budget);
+  flush(counts);
+  if (concurrent) finish_one();
   // The stage now waits (for input or room) until its next activation; a
   // farm waits only once its last activation has left.
   const bool live = !eos_seen.load(std::memory_order_relaxed);
@@ -413,13 +504,13 @@ void stage_rt::leave_regions(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) admits[i]->occupied.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-void stage_rt::finish_one() {
+void stage_rt::finish_one(bool wake) {
   if (inflight.fetch_sub(1, std::memory_order_seq_cst) == 1) {
-    if (work_unit* e = eos.exchange(nullptr, std::memory_order_seq_cst)) forward_eos(e);
+    if (work_unit* e = eos.exchange(nullptr, std::memory_order_seq_cst)) forward_eos(e, wake);
   }
 }
 
-void stage_rt::forward_eos(work_unit* e) {
+void stage_rt::forward_eos(work_unit* e, bool wake) {
   if (!out) {  // the sink
     run->release_unit(e);
     if (!run->dropping()) {
@@ -440,22 +531,29 @@ void stage_rt::forward_eos(work_unit* e) {
     return;
   }
   out->push(e);  // its slot was reserved when it was taken
-  out->consumer->notify();
+  if (wake) out->consumer->notify();
 }
 
-void stage_rt::process(work_unit* u, std::uint64_t ticket) {
+void stage_rt::flush(tally& t) noexcept {
+  if (t.units == 0) return;
+  units.fetch_add(t.units, std::memory_order_relaxed);
+  bytes.fetch_add(t.bytes, std::memory_order_relaxed);
+  t = tally{};
+}
+
+void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
   const bool concurrent = max_active > 1;
   if (spec)
     for (unsigned d : spec->enter_regions) u->set_ticket(d, ticket);
   if (u->end_of_stream()) {
     eos_seen.store(true, std::memory_order_relaxed);
     if (!concurrent) {
-      forward_eos(u);  // a serial stage has passed on everything taken before it
+      forward_eos(u, false);  // a serial stage has passed on everything taken before it; leave() wakes
       return;
     }
-    // Leaves after every unit taken before it: the last one out forwards it.
+    // Leaves after every unit taken before it: the last activation out
+    // forwards it (this one's own count goes when it ends).
     eos.store(u, std::memory_order_seq_cst);
-    finish_one();
     return;
   }
   if (!out) {  // sink (serial)
@@ -490,11 +588,15 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
       input_scope placed_input(&u->in());
       // An async stage's unit may leave later from another thread (a
       // distributed farm's unit on another process): the slot reserved in
-      // `out` and the inflight count stay taken until finish_async.
-      if (spec->async && spec->exec->start(a, [keep = run->shared_from_this(), this, u, b](std::exception_ptr e) {
-            finish_async(u, b, e);
-          }))
-        return;
+      // `out` and an inflight count of its own stay taken until finish_async.
+      if (spec->async) {
+        inflight.fetch_add(1, std::memory_order_seq_cst);
+        if (spec->exec->start(a, [keep = run->shared_from_this(), this, u, b](std::exception_ptr e) {
+              finish_async(u, b, e);
+            }))
+          return;
+        inflight.fetch_sub(1, std::memory_order_seq_cst);  // ran here after all
+      }
       if (trace* tr = run->tr) [[unlikely]] {
         tl_seq = u->seq();
         const std::uint64_t ts = now_ns();
@@ -504,28 +606,41 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket) {
         spec->exec->execute(a);
       }
       if (!spec->in_place) u->pop_layer();
-      bump(units, 1, concurrent);
-      bump(bytes, b, concurrent);
+      if (concurrent) {
+        ++t.units;
+        t.bytes += b;
+      } else {
+        bump(units, 1, false);
+        bump(bytes, b, false);
+      }
     } catch (...) {
       run->fail(spec->path, std::current_exception());
     }
   }
-  pass_on(u);
-  if (concurrent) finish_one();
+  pass_on(u, t);
 }
 
-void stage_rt::pass_on(work_unit* u) {
+void stage_rt::pass_on(work_unit* u, tally& t) {
   if (run->dropping()) {
     run->release_unit(u);
     out->unreserve();
     for (region_rt* r : inside) r->leave();
   } else {
-    out->push(u);
-    // A cheap stage leaves its consumer to the end of this activation (which
-    // then runs it on this worker, on units still in this core's cache):
-    // waking it now would hand each unit to another core for less work than
-    // the hand-off costs. Costly stages wake it at once, for parallelism.
-    if (!cheap() || out->consumer->max_active > 1) out->pushed();  // a farm may start more replicas
+    const bool head = out->push(u);
+    // A cheap stage leaves its serial consumer to the end of this activation
+    // (which then runs it on this worker, on units still in this core's
+    // cache): waking it now would hand each unit to another core for less
+    // work than the hand-off costs. A costly stage wakes it as soon as it
+    // takes another data unit (tally::deferred), for parallelism; if it takes
+    // none, its leave() runs the consumer here, with no task and no wake-up
+    // (a one-unit graph runs start to end on one thread). A farm is woken at
+    // once: it may start more replicas.
+    if (out->consumer->max_active > 1) out->pushed(head);
+    else if (!cheap()) t.deferred = true;
+    // A concurrent cheap stage may run for long (its replicas keep finding
+    // input): its serial consumer is woken once the channel is half full,
+    // not only when an activation ends, so that it drains concurrently.
+    else if (max_active > 1 && out->size_now() * 2 >= out->capacity()) out->consumer->hint();
   }
 }
 
@@ -541,9 +656,10 @@ void stage_rt::finish_async(work_unit* u, std::uint64_t b, std::exception_ptr e)
       run->fail(spec->path, std::current_exception());
     }
   }
-  pass_on(u);
+  tally t;
+  pass_on(u, t);
   if (!run->dropping()) out->consumer->notify();  // no activation of ours ends to wake it
-  finish_one();
+  finish_one(true);
   notify();  // input may wait for the slot this unit held
 }
 
@@ -553,8 +669,8 @@ namespace {
 // Units alive never exceed the sum of capacities + 2 (see docs/runtime.md).
 std::size_t unit_bound(const compiled_graph& g) {
   std::size_t n = 8;
-  for (const auto& s : g.stages) n += std::max<std::size_t>(s.capacity ? s.capacity : g.opts.capacity, 2 * s.concurrency + 2);
-  return n + (g.opts.capacity ? g.opts.capacity : 8);
+  for (std::size_t i = 0; i <= g.stages.size(); ++i) n += channel_for(g, i).cap_max;
+  return n;
 }
 }  // namespace
 
@@ -566,7 +682,9 @@ channel_spec channel_for(const compiled_graph& g, std::size_t i) {
   std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
                     : g.opts.capacity           ? g.opts.capacity
                                                 : std::max<std::size_t>(2, 2 * std::max(pc, cc));
-  channel_spec c{channel::kind::mpmc, cap ? cap : 1, -1};  // as channel's constructor
+  const bool given = (i < n && specs[i].capacity) || g.opts.capacity;
+  cap = cap ? cap : 1;  // as channel's constructor
+  channel_spec c{channel::kind::mpmc, cap, -1, given ? cap : std::max(cap, small_unit_capacity)};
   if (i > 0 && specs[i - 1].exit_region >= 0) {
     c.k = channel::kind::reorder;
     c.depth = specs[i - 1].exit_region;
@@ -601,7 +719,8 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
   };
   for (std::size_t i = 0; i <= n; ++i) {
     channel_spec c = channel_for(*g, i);
-    channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth));
+    channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth, c.cap_max));
+    if (c.cap_max > c.cap) growable = true;
   }
   for (std::size_t i = 0; i <= n; ++i) {
     auto st = std::make_unique<stage_rt>();
@@ -613,7 +732,10 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
     st->sched = std::make_unique<stage_scheduler>(*sched, *st);
     if (i < n) {
       auto pl = specs[i].placement ? specs[i].placement : g->opts.placement;
-      if (pl) st->place = std::make_unique<stage_placement>(topo(), *pl);
+      if (pl) {
+        st->place = std::make_unique<stage_placement>(topo(), *pl);
+        caller_may_run = false;
+      }
     }
     channels[i]->consumer = st.get();
     if (i < n) channels[i + 1]->producer = st.get();
@@ -622,7 +744,7 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink
   for (const region_spec& rs : g->regions) {
     auto r = std::make_unique<region_rt>();
     r->entry = stages[rs.entry].get();
-    r->window = channels[rs.exit + 1]->cap;
+    r->window.store(channels[rs.exit + 1]->capacity(), std::memory_order_relaxed);
     channels[rs.exit + 1]->closes = r.get();
     r->entry->admits.push_back(r.get());
     for (std::size_t i = rs.entry; i <= rs.exit; ++i) stages[i]->inside.push_back(r.get());
@@ -646,7 +768,8 @@ run_state::~run_state() {
 }
 
 void run_state::start() {
-  snk.impl().prepare(out_types, src.impl().size_hint());
+  src_size = src.impl().size_hint();
+  snk.impl().prepare(out_types, src_size);
   sched_start = sched->stats();
   if (tr) {
     tr->run_started();
@@ -667,8 +790,16 @@ void run_state::start() {
     source_stage->out = channels[0].get();
     source_stage->max_active = 1;
     channels[0]->producer = source_stage.get();
-    source_stage->notify();
+    if (source_stage->claim()) {
+      start_pending.store(true, std::memory_order_release);
+      sched->submit([self = shared_from_this()] { self->run_start(); });
+    }
   }
+}
+
+void run_state::run_start() {
+  if (start_pending.load(std::memory_order_acquire) && start_pending.exchange(false, std::memory_order_acq_rel))
+    stage_rt::run_chain(source_stage.get());
 }
 
 work_unit* run_state::acquire_unit() {
@@ -763,6 +894,7 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
         }
       }
       if (more) bump(bytes_in, in.bytes(), false);  // one producer: the source
+      if (more && seq == 0 && growable) grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
       u->push_layer(std::move(in));
     }
   } catch (...) {
@@ -779,12 +911,28 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
   return u;
 }
 
-void run_state::push_eos(std::uint64_t seq) {
+void run_state::grow_capacities(std::size_t bytes) {
+  // Called while making the first unit, before it is pushed: every stage
+  // that will see a unit sees the new capacities (the push publishes them).
+  // Small units with the default capacities (twice the concurrency) would
+  // make every activation handle a couple of units and hand over to a new
+  // task, whose cost then dominates; memory is no concern for them.
+  const std::size_t want = std::min(small_unit_capacity, small_unit_budget / std::max<std::size_t>(bytes, 1));
+  for (auto& c : channels)
+    if (want > c->capacity()) c->cap.store(std::min(want, c->cap_max), std::memory_order_relaxed);
+  // Windows after their channels: a window never exceeds its channel.
+  for (auto& r : regions) {
+    for (auto& c : channels)
+      if (c->closes == r.get()) r->window.store(c->capacity(), std::memory_order_seq_cst);
+  }
+}
+
+void run_state::push_eos(std::uint64_t seq, bool wake) {
   work_unit* e = acquire_unit();
   e->set_end_of_stream(true);
   e->set_seq(seq);
   channels[0]->push(e);
-  stages[0]->notify();
+  if (wake) stages[0]->notify();
 }
 
 void run_state::source_loop() {
@@ -808,7 +956,7 @@ void run_state::source_loop() {
   }
   // End of stream is always delivered: stages drain (or drop) what is ahead.
   reserve_blocking(c0, false);
-  push_eos(seq);
+  push_eos(seq, true);
 }
 
 stage_rt* run_state::source_activation() {
@@ -820,16 +968,28 @@ stage_rt* run_state::source_activation() {
   const unsigned batch = g->opts.batch ? g->opts.batch : 1;
   unsigned budget = batch;
   while (!source_done.load(std::memory_order_relaxed) && c0.try_reserve()) {
+    // Until an activation has measured the source's cost per unit, the
+    // first unit is timed: whether the source is cheap decides how it wakes
+    // the first stage (below).
+    const bool timing = st.unit_cost_ns.load(std::memory_order_relaxed) == UINT32_MAX;
+    const std::uint64_t tm = timing ? now_ns() : 0;
     work_unit* u = state.load() == running ? make_unit(next_seq) : nullptr;
+    if (timing && u)
+      st.unit_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(now_ns() - tm, UINT32_MAX - 1)),
+                            std::memory_order_relaxed);
     if (!u) {
       source_done.store(true, std::memory_order_seq_cst);
-      push_eos(next_seq);  // uses the slot just reserved
+      push_eos(next_seq, false);  // uses the slot just reserved; leave() wakes the first stage
       break;
     }
     ++next_seq;
     bump(st.units, 1, false);
-    c0.push(u);
-    if (!st.cheap() || stages[0]->max_active > 1) c0.pushed();
+    const bool head = c0.push(u);
+    // A costly source wakes its consumer at once (it goes on making the next
+    // unit meanwhile), unless this was its last unit: then it ends its
+    // stream and its leave() runs the consumer on this thread.
+    const bool last = src_size && next_seq >= *src_size;
+    if ((!st.cheap() && !last) || stages[0]->max_active > 1) c0.pushed(head);
     if (--budget == 0) {
       st.account(t0, batch);
       st.spawn();

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <thread>
 #include <vector>
@@ -74,7 +75,9 @@ struct compiled_graph {
 /// Run-time state of an ordered region: slots taken by units inside it.
 struct region_rt {
   std::atomic<std::size_t> occupied{0};
-  std::size_t window = 0;
+  /// The reorder channel's capacity (raised with it, after it: see
+  /// run_state::grow_capacities).
+  std::atomic<std::size_t> window{0};
   stage_rt* entry = nullptr;
   bool try_enter() noexcept;
   void leave();
@@ -86,7 +89,9 @@ struct run_state;
 /// exceeds `cap`: producers reserve before they take their own input.
 struct channel {
   enum class kind { spsc, mpmc, reorder };
-  channel(kind k, std::size_t cap, int ticket_depth);
+  /// `cap_max` > `cap`: the capacity was not given, and may grow to
+  /// `cap_max` once units are known to be small (run_state::grow_capacities).
+  channel(kind k, std::size_t cap, int ticket_depth, std::size_t cap_max = 0);
 
   // Producer side. An SPSC channel has one producer, which holds at most one
   // reservation, so there reserving is a local check of the ring (no shared
@@ -96,35 +101,58 @@ struct channel {
   void drop_reservation() noexcept;
   /// Gives a reservation back and wakes the producer side.
   void unreserve() noexcept;
-  void push(work_unit* u);  // fill a reserved slot
+  /// Fills a reserved slot. Returns whether an idle serial consumer may have
+  /// been waiting for this unit: the channel was empty, or (reorder) the
+  /// unit is the one whose turn it is.
+  bool push(work_unit* u);
   // Consumer side. Takes a unit; `ticket` = its position in this channel's
   // output order.
   bool try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order);
   // Anyone.
   bool has_data() const noexcept;
+  /// Units queued (reorder: queued and reserved, an upper bound, so that
+  /// no counter is shared by every push and pop).
   std::size_t size_now() const noexcept {
     if (sr) return sr->size_approx();
     if (mr) return mr->size_approx();
-    return queued.load(std::memory_order_relaxed);
+    return used.load(std::memory_order_relaxed);
   }
   bool has_space() const noexcept {
-    if (sr) return sr->size_approx() < cap;
-    return used.load(std::memory_order_seq_cst) < cap;
+    if (sr) return sr->size_approx() < capacity();
+    return used.load(std::memory_order_seq_cst) < capacity();
   }
+  /// Current capacity. It grows at most once, before the first unit is
+  /// pushed, so every reader that has seen a unit sees the final value.
+  std::size_t capacity() const noexcept { return cap.load(std::memory_order_relaxed); }
 
   const kind k;
-  const std::size_t cap;
+  std::atomic<std::size_t> cap;
+  const std::size_t cap_max;  // what the rings were sized for
   const int depth;  // reorder: ticket slot used for ordering
   alignas(cache_line) std::atomic<std::size_t> used{0};
-  std::atomic<std::size_t> queued{0};
   alignas(cache_line) std::atomic<std::size_t> high_water{0};
   std::unique_ptr<spsc_ring<work_unit*>> sr;
   std::unique_ptr<mpmc_ring<work_unit*>> mr;
-  // reorder channel state
-  std::mutex m;
-  std::map<std::uint64_t, work_unit*> pending;
-  std::uint64_t next = 0, pops = 0;
-  std::atomic<std::size_t> ready{0};  // pending units whose turn has come
+  // Reorder channel state: a ring indexed by ticket. Cell i holds ticket t
+  // (t % size == i) when its seq is t + 1, and is free for ticket t when its
+  // seq is t. The ordered region bounds the tickets present to
+  // [next, next + window), window = cap <= size / 2, so a producer always
+  // finds its cell free; a ticket that does not (only once the run drops
+  // units, when `next` stops advancing) goes to `overflow` under `om`.
+  struct reorder_cell {
+    std::atomic<std::uint64_t> seq;
+    std::atomic<work_unit*> u{nullptr};
+  };
+  std::unique_ptr<reorder_cell[]> rcells;
+  std::uint64_t rmask = 0;
+  alignas(cache_line) std::atomic<std::uint64_t> next{0};  // ticket whose turn it is
+  mutable std::mutex om;
+  std::map<std::uint64_t, work_unit*> overflow;
+  std::atomic<std::size_t> overflow_n{0};
+  bool overflow_has_next() const noexcept;
+  bool pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order);
+  bool pop_any_cell(work_unit*& u, std::uint64_t& ticket);
+  bool any_cell_full() const noexcept;
 
   stage_rt* consumer = nullptr;
   stage_rt* producer = nullptr;  // null: the source thread
@@ -133,7 +161,9 @@ struct channel {
   std::atomic<int> waiters{0};
   std::atomic<std::uint32_t> space_epoch{0};
   void freed();   // a slot became free: wake the producer
-  void pushed();  // a unit arrived: wake the consumer if it may be waiting for one
+  /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
+  /// what push returned).
+  void pushed(bool head);
 };
 
 /// Kind and capacity of channel `i` of `g` (0: source -> first stage, ...,
@@ -142,7 +172,15 @@ struct channel_spec {
   channel::kind k;
   std::size_t cap;
   int depth;  // reorder: ticket slot
+  /// Most the capacity may grow to for small units (= cap when it was given
+  /// by node::capacity or graph_options::capacity).
+  std::size_t cap_max;
 };
+/// Capacity a channel of default capacity grows to when units are small.
+inline constexpr std::size_t small_unit_capacity = 64;
+/// Bytes of units one grown channel may hold (capacity = this / unit bytes,
+/// at most small_unit_capacity).
+inline constexpr std::size_t small_unit_budget = std::size_t(256) << 10;
 channel_spec channel_for(const compiled_graph& g, std::size_t i);
 const char* kind_name(channel::kind k) noexcept;
 
@@ -202,6 +240,8 @@ struct stage_rt {
   void notify();
   /// notify() unless the stage is visibly running (no fence).
   void hint();
+  /// With `a` activations running, none more is needed now (see runtime.cpp).
+  bool enough_running(unsigned a) const noexcept;
   void spawn();
   static void run_chain(stage_rt* s);
   /// Work of one activation; returns a stage this worker should run next.
@@ -209,14 +249,28 @@ struct stage_rt {
   /// End of an activation: wake the producer, and claim the consumer so the
   /// caller runs it next (nullptr when it has nothing to do or is running).
   stage_rt* leave();
-  void process(work_unit* u, std::uint64_t ticket);
+  /// Counts of a concurrent stage's activation, added to the stage's
+  /// counters when it ends (one atomic add per activation, not per unit).
+  struct tally {
+    std::uint64_t units = 0, bytes = 0;
+    /// A costly stage pushed a unit and has not woken its serial consumer
+    /// yet: it does when it takes its next data unit (it is then busy, so
+    /// the consumer should run elsewhere), else its leave() runs the
+    /// consumer on this worker.
+    bool deferred = false;
+  };
+  void flush(tally& t) noexcept;
+  void process(work_unit* u, std::uint64_t ticket, tally& t);
   /// A unit an async stage (stage_spec::async) handed to its executable came
   /// back (from any thread): as the end of process() for it.
   void finish_async(work_unit* u, std::uint64_t bytes_in, std::exception_ptr e);
   /// Passes a processed unit on (or drops it when the run is dropping).
-  void pass_on(work_unit* u);
-  void finish_one();                // a popped data unit left the stage
-  void forward_eos(work_unit* e);
+  void pass_on(work_unit* u, tally& t);
+  /// An activation (or an async unit) left the stage; `wake`: notify the
+  /// consumer if this forwards end of stream (not needed at the end of an
+  /// activation, whose leave() claims the consumer).
+  void finish_one(bool wake = false);
+  void forward_eos(work_unit* e, bool wake);
 };
 
 struct run_state : std::enable_shared_from_this<run_state> {
@@ -230,7 +284,23 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// Source as a stage on the scheduler (sources that never block).
   stage_rt* source_activation();
   work_unit* make_unit(std::uint64_t seq);  // null: end of stream or failure
-  void push_eos(std::uint64_t seq);
+  /// Raises the capacity of the channels of default capacity (and the
+  /// windows of their regions) for units of `bytes` (the first unit's).
+  void grow_capacities(std::size_t bytes);
+  bool growable = false;  // some channel has cap_max > cap
+  /// `wake`: notify the first stage (the source stage's leave() claims it).
+  void push_eos(std::uint64_t seq, bool wake);
+  /// The first activation of a task-mode source: submitted as a task by
+  /// start(), and run by whichever comes first, that task or a caller of
+  /// run_future::get()/wait() (which then runs the graph's stages itself
+  /// instead of sleeping while workers wake up: a short run ends on the
+  /// caller's thread).
+  std::atomic<bool> start_pending{false};
+  void run_start();
+  /// A caller of get()/wait() may run the stages: not when a stage places
+  /// its buffers (`standard` placement records the node of the worker that
+  /// writes them; a thread outside the scheduler has none).
+  bool caller_may_run = true;
   bool reserve_blocking(channel& c, bool give_up_when_stopping);
   /// The source should go on: running, or stopping with a source whose
   /// buffered items count as accepted (drains_on_stop).
@@ -258,6 +328,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::unique_ptr<stage_rt> source_stage;  // null when the source has a thread
   std::atomic<bool> source_done{false};
   std::uint64_t next_seq = 0;  // source stage only
+  std::optional<std::uint64_t> src_size;  // the source's size_hint()
   type_list out_types, in_types;
 
   std::atomic<int> state{running};

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,8 +23,8 @@ namespace sinew {
 namespace {
 using detail::now_ns;
 // oneTBB's pool holds hardware_concurrency - 1 workers unless told otherwise;
-// our arenas reserve no slot for an external thread (stage activations are
-// enqueued from threads that never join), so an arena of n needs n workers.
+// our arenas have n slots for workers (stage activations are enqueued from
+// threads that never join), so an arena of n needs n workers.
 // The active limit is the smallest among live global_controls and replacing
 // one while arenas run is unsafe, so one is set, once, generously: the pool
 // only grows as arenas ask for workers.
@@ -55,11 +54,12 @@ struct tbb_scheduler::impl {
   std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0}, rr{0};
   // Tasks enqueued and not yet finished. ~task_arena does not wait for them,
   // and they touch this object after their function returns, so the
-  // destructor waits. Decremented under the lock, so the destructor cannot
-  // see zero while a task still holds a reference.
-  std::mutex m;
-  std::condition_variable idle;
-  std::uint64_t outstanding = 0;
+  // destructor waits. A task's decrement is the last access to this object
+  // but for the futex wake on the counter's address (a private futex wake
+  // reads no memory, so it is harmless once the destructor has returned).
+  // An atomic, not a mutex: every stage activation of every graph passes
+  // here, and a lock taken twice per task was contended on many workers.
+  alignas(64) std::atomic<std::uint32_t> outstanding{0};
 
   // The arena whose task (or loop chunk) this thread is running: a task it
   // submits without a hint stays on that node.
@@ -93,12 +93,17 @@ struct tbb_scheduler::impl {
       a->first = threads;
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
+      // One more slot, reserved for an external thread: a thread outside
+      // the scheduler that calls parallel_for (a caller of run_future::get()
+      // running a graph's stages, a program using the scheduler alone) joins
+      // the loop at once instead of handing it to a worker and sleeping
+      // until the loop ends. The n worker slots stay the workers'.
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
-        c.set_numa_id(ids[n]).set_max_concurrency(int(a->threads));
-        a->arena.initialize(c, 0);
+        c.set_numa_id(ids[n]).set_max_concurrency(int(a->threads) + 1);
+        a->arena.initialize(c, 1);
       } else {
-        a->arena.initialize(int(a->threads), 0);
+        a->arena.initialize(int(a->threads) + 1, 1);
       }
       arenas.push_back(std::move(a));
     }
@@ -106,9 +111,10 @@ struct tbb_scheduler::impl {
   }
 
   counters& slot(unsigned a) {
+    // Slot 0 of an arena is the external thread's (reserved), 1..n the workers'.
     const node_arena& A = *arenas[a];
     const int i = tbb::this_task_arena::current_thread_index();
-    return per_worker[(i >= 0 && unsigned(i) < A.threads) ? A.first + unsigned(i) : threads];
+    return per_worker[(i >= 1 && unsigned(i) <= A.threads) ? A.first + unsigned(i) - 1 : threads];
   }
   void account(unsigned a, std::uint64_t t0) {
     auto& c = slot(a);
@@ -131,8 +137,11 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
 tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) { p_->build(); }
 
 tbb_scheduler::~tbb_scheduler() {
-  std::unique_lock<std::mutex> lk(p_->m);
-  p_->idle.wait(lk, [&] { return p_->outstanding == 0; });
+  for (;;) {
+    const std::uint32_t v = p_->outstanding.load(std::memory_order_acquire);
+    if (v == 0) break;
+    p_->outstanding.wait(v, std::memory_order_acquire);
+  }
 }
 
 unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
@@ -159,10 +168,7 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
   if (a < 0) a = p->current_arena();
   if (a < 0) a = int(p->round_robin());
   p->submitted.fetch_add(1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lk(p->m);
-    ++p->outstanding;
-  }
+  p->outstanding.fetch_add(1, std::memory_order_relaxed);
   struct task {  // oneTBB calls it through a const reference
     impl* p;
     unsigned a;
@@ -183,8 +189,8 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
       p->run.fetch_add(1, std::memory_order_relaxed);
       c.tasks.fetch_add(1, std::memory_order_relaxed);
       c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(p->m);
-      if (--p->outstanding == 0) p->idle.notify_all();
+      std::atomic<std::uint32_t>& out = p->outstanding;  // p may be gone after the decrement
+      if (out.fetch_sub(1, std::memory_order_acq_rel) == 1) out.notify_all();
     }
   };
   p->arenas[std::size_t(a)]->arena.enqueue(task{p, unsigned(a), hinted, remote, std::move(fn)});

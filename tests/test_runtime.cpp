@@ -480,3 +480,95 @@ TEST_CASE("a farm behind a cheap stage runs its replicas at once", "[runtime]") 
   CHECK(out.size() == items.size());
   CHECK(timeouts.load() == 0);
 }
+
+TEST_CASE("get() runs a graph's stages on the calling thread while the workers are busy", "[runtime][tsan]") {
+  // The only worker is held by a task until the run has ended: the run can
+  // only end if the caller of get() runs its source, map and sink itself.
+  tbb_scheduler s(1);
+  std::atomic<bool> release{false}, held{false};
+  task_group hold(s);
+  hold.run([&] {
+    held = true;
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!held.load()) std::this_thread::yield();
+  struct record_thread {
+    std::thread::id* where;
+    void operator()(int x, int* y) const {
+      *where = std::this_thread::get_id();
+      *y = x + 1;
+    }
+  };
+  std::thread::id leaf_thread, sink_thread;
+  std::vector<int> x(100, 1), y(100, 0);
+  graph g(map(record_thread{&leaf_thread}), {.scheduler = &s});
+  auto f = g.run(from_arrays(x), for_each([&](const work_unit& u) {
+                   sink_thread = std::this_thread::get_id();
+                   auto v = u.input<int>(0);
+                   std::copy(v.begin(), v.end(), y.begin());
+                 }));
+  f.get();
+  release = true;
+  hold.wait();
+  CHECK(leaf_thread == std::this_thread::get_id());
+  CHECK(sink_thread == std::this_thread::get_id());
+  CHECK(y == std::vector<int>(100, 2));
+  CHECK(f.stats().units_out == 1);
+}
+
+TEST_CASE("channels of default capacity grow for small units, not for large ones or given capacities", "[runtime]") {
+  auto run_stats_of = [](const node& tree, std::size_t len, graph_options o) {
+    auto items = make_items(200, len);
+    std::vector<std::vector<int>> out;
+    graph g(tree, o);
+    auto f = g.run(items, out);
+    f.get();
+    CHECK(out.size() == items.size());
+    return f.stats();
+  };
+  const auto tree = pipeline(map<inc>(), farm(map<twice>(), 3), map<inc>());
+  SECTION("small units: every channel holds up to 64 units, the bound on units alive follows") {
+    auto st = run_stats_of(tree, 4, {});
+    for (const auto& s : st.stages) {
+      CHECK(s.capacity == 64);
+      CHECK(s.high_water <= s.capacity);
+    }
+    CHECK(st.units_alive_max <= st.capacity_total + 2);
+  }
+  SECTION("units of 64 KiB: 256 KiB per channel, so 4 (larger defaults, 2 x the farm's width, stay)") {
+    auto st = run_stats_of(tree, 8192, {});  // 32 KiB in + 32 KiB out
+    REQUIRE(st.stages.size() == 4);
+    CHECK(st.stages[0].capacity == 4);  // 2 -> 4
+    CHECK(st.stages[1].capacity == 6);  // into the farm
+    CHECK(st.stages[2].capacity == 6);  // out of the farm
+    CHECK(st.stages[3].capacity == 4);  // the sink's, 2 -> 4
+  }
+  SECTION("a given capacity is kept") {
+    auto st = run_stats_of(tree, 4, {.capacity = 3});
+    for (const auto& s : st.stages) CHECK(s.capacity == 3);
+  }
+}
+
+TEST_CASE("an ordered farm that fails while later units wait for an earlier one releases every unit", "[runtime][tsan]") {
+  // Unit 40 is slow and throws: the units after it finish first and wait in
+  // the reorder channel for a unit that never comes.
+  struct slow_throw {
+    void operator()(int x, int* y) const {
+      if (x == 40) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        throw std::runtime_error("unit 40");
+      }
+      *y = x;
+    }
+  };
+  auto before = buffer_pool::global().stats().bytes_in_use;
+  auto items = make_items(400, 1);
+  std::vector<std::vector<int>> out;
+  graph g(pipeline(farm(map<slow_throw>(), 4), map<inc>()));
+  auto f = g.run(items, out);
+  CHECK_THROWS_AS(f.get(), node_error);
+  auto st = f.stats();
+  CHECK(st.units_alive == 0);
+  CHECK(st.units_out <= 40);  // nothing after the failed unit is delivered out of order
+  CHECK(buffer_pool::global().stats().bytes_in_use == before);
+}
