@@ -204,18 +204,26 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
   impl* p = p_.get();
   int ca = p->current_arena();
   const unsigned a = ca >= 0 ? unsigned(ca) : p->round_robin();
+  // Isolated: while the caller waits for its loop it runs only the loop's
+  // own blocks. Without isolation a worker waiting for a map's loop would
+  // also take stage activations queued in the arena (another stage's, or
+  // another replica's, which may go on with unit after unit) and the stage
+  // that called the loop, often the serial one every unit waits for, would
+  // resume only when that activation ends.
   auto loop = [&] {
-    tbb::parallel_for(
-        tbb::blocked_range<std::size_t>(0, n, grain),
-        [&](const tbb::blocked_range<std::size_t>& r) {
-          std::uint64_t t0 = now_ns();
-          {
-            impl::scope in(p, a);
-            body(r.begin(), r.end());
-          }
-          p->account(a, t0);
-        },
-        tbb::auto_partitioner());
+    tbb::this_task_arena::isolate([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, n, grain),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            std::uint64_t t0 = now_ns();
+            {
+              impl::scope in(p, a);
+              body(r.begin(), r.end());
+            }
+            p->account(a, t0);
+          },
+          tbb::auto_partitioner());
+    });
   };
   p->arenas[a]->arena.execute(loop);  // runs in place when already inside the arena
 }

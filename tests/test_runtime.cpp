@@ -572,3 +572,31 @@ TEST_CASE("an ordered farm that fails while later units wait for an earlier one 
   CHECK(st.units_out <= 40);  // nothing after the failed unit is delivered out of order
   CHECK(buffer_pool::global().stats().bytes_in_use == before);
 }
+
+TEST_CASE("into() writes the results into the items already in the vector", "[runtime]") {
+  // A second run into the same vector allocates nothing: each item of the
+  // right size keeps its memory and receives the result in place.
+  std::vector<array<int>> in, out;
+  for (int k = 0; k < 6; ++k) {
+    array<int> a(std::size_t(5000));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = int(i) + k;
+    in.push_back(std::move(a));
+  }
+  graph g(pipeline(map<inc>(), map<twice>()));
+  g.run(in, out).get();
+  REQUIRE(out.size() == in.size());
+  std::vector<const int*> where;
+  for (auto& o : out) where.push_back(o.data());
+  out.resize(4);                                // shorter: grown back to 6
+  out[1] = array<int>(std::size_t(10));         // wrong size: replaced
+  where[4] = where[5] = where[1] = nullptr;     // (new items)
+  g.run(in, out).get();
+  REQUIRE(out.size() == in.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    INFO("item " << k);
+    if (where[k]) CHECK(out[k].data() == where[k]);
+    REQUIRE(out[k].size() == in[k].size());
+    for (std::size_t i = 0; i < out[k].size(); ++i)
+      if (out[k][i] != 2 * (in[k][i] + 1)) FAIL("wrong result at " << i);
+  }
+}

@@ -71,9 +71,13 @@ class container_sink final : public sink_impl {
     // The source (provide) and the sink (consume) run on different threads.
     // With a known count the vector is sized once here and never moves;
     // otherwise it grows under a lock held by both sides.
-    out_.clear();
+    // With a known count the items already there are kept and written over:
+    // an item of the right size keeps its memory (array::resize), so running
+    // a graph again into the same vector allocates nothing, where clearing
+    // it would free every result and allocate (and page-fault) it anew.
     sized_ = units.has_value();
     if (sized_) out_.resize(*units);
+    else out_.clear();
   }
   bool provide(std::uint64_t seq, const shape& s, layer& l) override {
     std::unique_lock<std::mutex> lk(m_, std::defer_lock);
@@ -162,6 +166,9 @@ class sink {
 };
 
 /// Results into `out[k]` for unit k (resized as needed; written in place).
+/// When the source knows its length (`from`, `from_arrays`, ...), `out` is
+/// resized to it and the items already there are reused: an item whose size
+/// fits keeps its memory and receives the result in place.
 template <class Item>
 sink into(std::vector<Item>& out) {
   return sink(std::make_shared<detail::container_sink<Item>>(out));
