@@ -38,6 +38,16 @@ class cl_space final : public coherence::memory_space {
   void download(void* handle, std::size_t offset, void* dst, std::size_t n) override;
   void sync_to_host(void* handle, std::size_t offset, std::size_t n) override;
 
+  /// The calling thread has already made bytes [offset, offset + n) of
+  /// `handle` visible to the host: a kernel leaf enqueued their map and
+  /// unmap right after its kernel, on the kernel's queue, and waited once
+  /// for all of it. The next sync_to_host of exactly that range on this
+  /// thread (the coherence access ending) then returns at once instead of
+  /// doing two more round trips through the driver. forget_presynced()
+  /// drops what is left (the leaf calls it when it ends, in every case).
+  static void presynced(void* handle, std::size_t offset, std::size_t n);
+  static void forget_presynced() noexcept;
+
  private:
   device_state& d_;
   bool unified_;

@@ -183,10 +183,29 @@ void cl_space::download(void* handle, std::size_t offset, void* dst, std::size_t
         "clEnqueueReadBuffer", d_.label());
 }
 
+namespace {
+struct presynced_range {
+  void* handle;
+  std::size_t offset, n;
+};
+thread_local std::vector<presynced_range> tl_presynced;
+}  // namespace
+
+void cl_space::presynced(void* handle, std::size_t offset, std::size_t n) {
+  tl_presynced.push_back({handle, offset, n});
+}
+
+void cl_space::forget_presynced() noexcept { tl_presynced.clear(); }
+
 void cl_space::sync_to_host(void* handle, std::size_t offset, std::size_t n) {
   // With CL_MEM_USE_HOST_PTR the map returns the host pointer itself: no copy,
   // but it is what makes the device's writes visible to the host by the spec.
   if (!n) return;
+  for (auto it = tl_presynced.begin(); it != tl_presynced.end(); ++it)
+    if (it->handle == handle && it->offset == offset && it->n == n) {
+      tl_presynced.erase(it);
+      return;  // mapped and unmapped after the kernel already (presynced)
+    }
   cl_int e = CL_SUCCESS;
   void* p = clEnqueueMapBuffer(d_.queues[0], static_cast<cl_mem>(handle), CL_TRUE, CL_MAP_READ, offset, n, 0, nullptr,
                                nullptr, &e);

@@ -197,6 +197,16 @@ class compiled_kernel {
       bool upload;      // else download
     };
     std::vector<chunked_buffer> chunked;
+    // Unified memory: the buffers the kernel writes, made visible to the
+    // host right behind it (see below).
+    struct to_sync {
+      cl_mem m;
+      coh::range r;
+    };
+    std::vector<to_sync> syncs;
+    struct forget {
+      ~forget() { detail::cl_space::forget_presynced(); }
+    } forget_presynced_at_end;
 
     unsigned in_slot = 0, out_slot = 0;
     for (std::size_t i = 0; i < s_.args.size(); ++i) {
@@ -241,6 +251,7 @@ class compiled_kernel {
             wr = share;
             written.emplace_back(&b, wr);
           }
+          const bool sync_here = !copies && !wr.empty();
           // Chunked transfers are enqueued below; the access then only
           // allocates and pins the device copy.
           acc[i].emplace(b, space, chunk_in ? coh::range{} : rd, wr);
@@ -248,6 +259,7 @@ class compiled_kernel {
           if (overlap && x.kind != arg::kind::input && !s_.keep_on_device)
             chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false});
           cl_mem m = static_cast<cl_mem>(acc[i]->handle());
+          if (sync_here) syncs.push_back({m, wr});
           e = clSetKernelArg(k, cl_uint(i), sizeof m, &m);
           break;
         }
@@ -286,9 +298,13 @@ class compiled_kernel {
     auto wait_all = [&] {
       // Everything enqueued must finish before buffers are unpinned or a
       // failure is reported: commands still reference them. Asleep first;
-      // clWaitForEvents then only collects the status.
-      sleep_until_complete(kernels);
-      sleep_until_complete(others);
+      // clWaitForEvents then only collects the status. A CPU device's
+      // driver (PoCL) waits asleep by itself: no callbacks, whose thread
+      // would be one more wake-up on the way back.
+      if (d_->info.kind != device_kind::cpu) {
+        sleep_until_complete(kernels);
+        sleep_until_complete(others);
+      }
       cl_int e = CL_SUCCESS;
       if (!kernels.empty()) e = clWaitForEvents(cl_uint(kernels.size()), kernels.data());
       if (!others.empty()) {
@@ -305,12 +321,29 @@ class compiled_kernel {
     };
     cl_int fail = CL_SUCCESS;
     const char* failed = nullptr;
+    bool presync = false;
     if (!overlap) {
       cl_event ev = nullptr;
       cl_command_queue q = d_->queue();
       fail = enqueue(q, sh.begin, sh.end, 0, nullptr, &ev);
       if (fail == CL_SUCCESS) kernels.push_back(ev);
       else failed = "clEnqueueNDRangeKernel";
+      // Unified memory (CL_MEM_USE_HOST_PTR): the map and unmap that make
+      // the kernel's writes visible to the host go on the kernel's queue
+      // right behind it, so one wait covers all three; the coherence access
+      // would otherwise map and unmap after the kernel ended, two more round
+      // trips through the driver (a fixed ~0.1-0.2 ms per run on PoCL).
+      presync = fail == CL_SUCCESS && !syncs.empty();
+      for (const to_sync& t : syncs) {
+        if (!presync) break;
+        cl_int me = CL_SUCCESS;
+        void* p = clEnqueueMapBuffer(q, t.m, CL_FALSE, CL_MAP_READ, t.r.begin, t.r.end - t.r.begin, 0, nullptr,
+                                     nullptr, &me);
+        cl_event uev = nullptr;
+        if (me == CL_SUCCESS) me = clEnqueueUnmapMemObject(q, t.m, p, 0, nullptr, &uev);
+        if (me == CL_SUCCESS) others.push_back(uev);
+        else presync = false;  // the accesses map and unmap themselves, as without this
+      }
       clFlush(q);  // the wait below sleeps: nothing else would submit it
     } else {
       // Chunks of whole work-groups; chunk c on queue c % 2: upload, kernel,
@@ -358,6 +391,8 @@ class compiled_kernel {
     release_all();
     if (failed) check(fail, failed, where_);
     check(we, "kernel execution", where_);
+    if (presync)
+      for (const to_sync& t : syncs) detail::cl_space::presynced(t.m, t.r.begin, t.r.end - t.r.begin);
     if (overlap)
       for (auto& cb : chunked) {
         coh::range r{sh.begin * cb.row, sh.end * cb.row};
