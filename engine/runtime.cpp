@@ -163,8 +163,11 @@ bool region_rt::try_enter() noexcept {
 }
 
 void region_rt::leave() {
-  occupied.fetch_sub(1, std::memory_order_seq_cst);
-  entry->notify();
+  // Admission can only have been refused while the region was full, and
+  // then the next change of `occupied` is a decrement from full (entries
+  // fail meanwhile): only that one wakes the entry stage, not every unit
+  // that leaves (a full notify per unit on the serial consumer's path).
+  if (occupied.fetch_sub(1, std::memory_order_seq_cst) >= window.load(std::memory_order_relaxed)) entry->notify();
 }
 
 // ---------------------------------------------------------------- channel
@@ -324,9 +327,12 @@ bool channel::try_pop(work_unit*& u, std::uint64_t& ticket, bool any_order) {
     ok = sr ? sr->try_pop(u, &ticket) : mr->try_pop(u, &ticket);
   }
   if (!ok) return false;
-  // A serial producer can only be waiting on us if the channel was full.
+  // A producer can only be waiting on us if the channel was full: the first
+  // pop from full wakes it (a farm's replicas that found no room left; the
+  // one this starts, and pushes upstream, bring the others back), or the
+  // source thread, which counts its waiters.
   bool was_full = sr ? sr->size_approx() + 1 >= capacity() : used.fetch_sub(1, std::memory_order_seq_cst) >= capacity();
-  if (was_full || !producer || producer->max_active > 1) freed();
+  if (was_full || !producer) freed();
   if (closes) closes->leave();
   return true;
 }
