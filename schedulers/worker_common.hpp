@@ -18,49 +18,15 @@
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
 #include <sinew/detail/function_ref.hpp>
+#include <sinew/detail/futex.hpp>
 
 #include <sched.h>
 
-#if defined(__linux__)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 namespace sinew::detail::workers {
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-// Futex on a 32-bit atomic: sleep while *a == expected; wake n sleepers.
-// Spurious returns are allowed: every caller re-checks its condition.
-inline void futex_wait(std::atomic<std::uint32_t>& a, std::uint32_t expected) noexcept {
-#if defined(__linux__)
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
-#else
-  a.wait(expected, std::memory_order_seq_cst);
-#endif
-}
-// Returns how many sleepers were woken (as far as the OS tells; the
-// fallback reports n).
-inline int futex_wake(std::atomic<std::uint32_t>& a, int n) noexcept {
-#if defined(__linux__)
-  long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&a), FUTEX_WAKE_PRIVATE, n, nullptr,
-                   nullptr, 0);
-  return r > 0 ? int(r) : 0;
-#else
-  if (n == 1) a.notify_one();
-  else a.notify_all();
-  return n;
-#endif
-}
+using detail::cpu_relax;
+using detail::futex_wait;
+using detail::futex_wake;
 
 // A lock for the short critical sections of the task queues (a deque push
 // or pop): workers only try it (a worker that finds it taken looks

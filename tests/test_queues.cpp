@@ -112,3 +112,44 @@ TEST_CASE("a blocked producer and consumer sleep instead of spinning", "[queue]"
   cons.join();
   CHECK(used < 0.025);  // < 5% of one core over 0.5 s
 }
+
+// Producers and consumers that pause now and then, so that both sides keep
+// going to sleep on the futex (empty and full) and being woken: a lost
+// wake-up hangs this test (ctest's timeout reports it), a lost or doubled
+// value fails the sums.
+template <class Q>
+void sleepy_hand_offs(unsigned producers, unsigned consumers) {
+  Q q(2);
+  const int per_producer = 3000;
+  std::atomic<long long> sum{0};
+  std::atomic<long> count{0};
+  std::vector<std::thread> ts;
+  for (unsigned p = 0; p < producers; ++p)
+    ts.emplace_back([&, p] {
+      for (int i = 1; i <= per_producer; ++i) {
+        q.push(int(p) * per_producer + i);
+        if (i % 97 == int(p)) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    });
+  std::vector<std::thread> cs;
+  for (unsigned c = 0; c < consumers; ++c)
+    cs.emplace_back([&, c] {
+      int v;
+      for (long k = 0; q.pop(v); ++k) {
+        sum += v;
+        ++count;
+        if (k % 89 == long(c)) std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    });
+  for (auto& t : ts) t.join();
+  q.close();
+  for (auto& t : cs) t.join();
+  long long n = (long long)producers * per_producer;
+  CHECK(count.load() == n);
+  CHECK(sum.load() == n * (n + 1) / 2);
+}
+
+TEST_CASE("queues that keep sleeping and waking lose no wake-up", "[queue][tsan]") {
+  SECTION("spsc") { sleepy_hand_offs<spsc_queue<int>>(1, 1); }
+  SECTION("mpmc") { sleepy_hand_offs<bounded_queue<int>>(3, 2); }
+}

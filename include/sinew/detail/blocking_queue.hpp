@@ -1,13 +1,25 @@
 #pragma once
-// Blocking push/pop and end of stream over a lock-free ring. Waiting threads
-// sleep in std::atomic::wait (a futex on Linux): nothing spins indefinitely.
-// Wake-ups are sent only when a waiter is registered, so the uncontended path
-// costs one extra fence and load per operation.
+// Blocking push/pop and end of stream over a lock-free ring. A thread that
+// finds the queue empty (pop) or full (push) first spins briefly on the
+// ring, then yields, and only then registers as a waiter and sleeps on a
+// futex: nothing spins indefinitely, and the other side makes a wake-up
+// system call only for a thread that is about to sleep or asleep (a waiter
+// registered during the spin drew one from nearly every operation).
+//
+// Sleep/wake protocol (a Dekker pair on seq_cst operations): a sleeper
+// registers (waiters RMW), reads the epoch, then re-checks `size_` (which a
+// pusher raises before it writes the ring and a popper lowers after it read
+// it) and sleeps only if the queue is still empty (full). The other side
+// changes `size_` (RMW), then reads the waiter count and, if non-zero,
+// bumps the epoch and wakes. Either the sleeper sees the new size or the
+// waker sees the waiter; a bump between the epoch read and the sleep makes
+// the futex return at once.
 #include <atomic>
 #include <cstdint>
 #include <thread>
 #include <utility>
 
+#include <sinew/detail/futex.hpp>
 #include <sinew/detail/ring.hpp>
 
 namespace sinew::detail {
@@ -31,13 +43,17 @@ class blocking_queue {
   /// Adds `v`, sleeping while the queue is full (back pressure). Returns
   /// false (and drops nothing it was given: `v` is unchanged) once closed.
   bool push(T v) {
-    for (;;) {
+    for (unsigned spin = 0;; ++spin) {
       if (closed()) return false;
       if (try_push_ref(v)) return true;
+      if (spin < spin_rounds) {
+        backoff(spin);
+        continue;
+      }
       push_waiters_.fetch_add(1, std::memory_order_seq_cst);
       std::uint32_t e = space_epoch_.load(std::memory_order_seq_cst);
-      bool ok = !closed() && try_push_ref(v);
-      if (!ok && !closed()) space_epoch_.wait(e, std::memory_order_seq_cst);
+      bool ok = try_push_ref(v);
+      if (!ok && !closed() && size_.load(std::memory_order_seq_cst) >= capacity_) futex_wait(space_epoch_, e);
       push_waiters_.fetch_sub(1, std::memory_order_seq_cst);
       if (ok) return true;
     }
@@ -53,15 +69,22 @@ class blocking_queue {
   /// Takes the oldest element, sleeping while empty. Returns false when the
   /// queue is closed and drained (end of stream).
   bool pop(T& out) {
-    for (;;) {
+    for (unsigned spin = 0;; ++spin) {
       if (try_pop(out)) return true;
       if (closed()) return try_pop(out);
+      if (spin < spin_rounds) {
+        backoff(spin);
+        continue;
+      }
       pop_waiters_.fetch_add(1, std::memory_order_seq_cst);
       std::uint32_t e = data_epoch_.load(std::memory_order_seq_cst);
       bool ok = try_pop(out);
-      if (!ok && !closed()) data_epoch_.wait(e, std::memory_order_seq_cst);
+      // size_ > 0 with an empty ring: a push is between its reservation and
+      // its write (or a pop between its read and its release); retry.
+      if (!ok && !closed() && size_.load(std::memory_order_seq_cst) == 0) futex_wait(data_epoch_, e);
       pop_waiters_.fetch_sub(1, std::memory_order_seq_cst);
       if (ok) return true;
+      if (spin > spin_rounds) std::this_thread::yield();
     }
   }
 
@@ -77,18 +100,30 @@ class blocking_queue {
   bool try_push_ref(T& v) {
     if (closed()) return false;
     // Reserve a slot first so the bound is `capacity_`, not the ring's size.
-    std::size_t s = size_.fetch_add(1, std::memory_order_seq_cst);
-    if (s >= capacity_) {
-      size_.fetch_sub(1, std::memory_order_seq_cst);
-      return false;
-    }
+    // A CAS, not add-then-undo: a transient size above the bound would let
+    // a pusher go to sleep on a queue that has room, with no pop to wake it.
+    std::size_t s = size_.load(std::memory_order_seq_cst);
+    do {
+      if (s >= capacity_) return false;
+    } while (!size_.compare_exchange_weak(s, s + 1, std::memory_order_seq_cst));
     while (!ring_.try_push(v)) std::this_thread::yield();  // see constructor
     if (pop_waiters_.load(std::memory_order_seq_cst) > 0) wake(data_epoch_);
     return true;
   }
   static void wake(std::atomic<std::uint32_t>& epoch) {
     epoch.fetch_add(1, std::memory_order_seq_cst);
-    epoch.notify_all();
+    futex_wake(epoch, INT32_MAX);
+  }
+  // Before registering as a waiter: pause instructions first (a partner on
+  // another core answers within microseconds), then yields (the partner
+  // may need this core).
+  static constexpr unsigned pause_rounds = 64, spin_rounds = pause_rounds + 16;
+  static void backoff(unsigned spin) noexcept {
+    if (spin < pause_rounds) {
+      for (unsigned i = 0; i < 4; ++i) cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
   }
 
   Ring ring_;
