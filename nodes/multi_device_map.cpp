@@ -133,8 +133,9 @@ class multi_device_exec final : public executable {
 
     std::vector<device_share> shares = split_shares(rows, w, gran_);
     std::vector<share_timing> t;
+    double unit_seconds = 0;
     try {
-      t = run_shares(shares, a);
+      t = run_shares(shares, a, unit_seconds);
     } catch (...) {
       if (tuning && !passenger) {
         lk.lock();
@@ -150,7 +151,7 @@ class multi_device_exec final : public executable {
     // (another unit may have started a re-tuning meanwhile).
     if (tuning ? !passenger : ps.tuner.tuned()) {
       const bool was_tuned = ps.tuner.tuned();
-      ps.tuner.report(shares, t);
+      ps.tuner.report(shares, t, unit_seconds);
       if (ps.tuner.tuned() && (!was_tuned || ps.tuner.retunes() != ps.retunes)) cache_store(size, ps.tuner.weights());
       if (!ps.tuner.tuned() && was_tuned && o_.use_cache) cache().erase(key(size));
       counted = tuning || ps.tuner.retunes() != ps.retunes;
@@ -188,7 +189,10 @@ class multi_device_exec final : public executable {
     return *sizes_.emplace(size, std::move(ps)).first->second;
   }
 
-  std::vector<share_timing> run_shares(const std::vector<device_share>& shares, exec_args& a) {
+  /// Runs every non-empty share; `unit_seconds` receives the time from
+  /// dispatching the shares to joining the last one when every device that
+  /// ran is real (0 when a simulated device ran: its times are modeled).
+  std::vector<share_timing> run_shares(const std::vector<device_share>& shares, exec_args& a, double& unit_seconds) {
     using clock = device_thread::clock;
     const std::size_t n = devs_.size();
     std::vector<share_timing> t(n);
@@ -225,6 +229,11 @@ class multi_device_exec final : public executable {
       if (!threads_[i] && shares[i].size()) run(i, a);
     const clock::time_point host_end = clock::now();
     done.wait();
+    {
+      bool modeled = false;
+      for (std::size_t i = 0; i < n; ++i) modeled = modeled || (modeled_[i] && shares[i].size());
+      unit_seconds = modeled ? 0.0 : std::chrono::duration<double>(clock::now() - post_time).count();
+    }
     if (o_.dispatch_in_timings && posted) {
       // A real device's share time (what the balancer sees) includes waking
       // its thread and, for the device the worker waited for last, waking

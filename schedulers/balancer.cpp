@@ -392,7 +392,8 @@ void balance_tuner::finish(std::vector<double> w, std::optional<double> baseline
   dropped_.clear();
 }
 
-void balance_tuner::report(const std::vector<device_share>& shares, const std::vector<share_timing>& t) {
+void balance_tuner::report(const std::vector<device_share>& shares, const std::vector<share_timing>& t,
+                           double unit_seconds) {
   if (shares.size() != n_ || t.size() != n_)
     throw error("balancer " + p_.name() + ": " + std::to_string(t.size()) + " timings / " +
                 std::to_string(shares.size()) + " shares for " + std::to_string(n_) + " devices");
@@ -431,13 +432,25 @@ void balance_tuner::report(const std::vector<device_share>& shares, const std::v
     return;
   }
   ++tuning_execs_;
-  if (acc_t_.empty()) acc_t_.assign(n_, 0.0);
-  for (std::size_t i = 0; i < n_; ++i) acc_t_[i] += tt[i];
+  if (acc_t_.empty()) {
+    acc_t_.assign(n_, 0.0);
+    acc_min_.assign(n_, std::numeric_limits<double>::infinity());
+    acc_unit_ = 0;
+  }
+  const double unit = std::max(*std::max_element(tt.begin(), tt.end()), std::isfinite(unit_seconds) ? unit_seconds : 0.0);
+  for (std::size_t i = 0; i < n_; ++i) acc_t_[i] += tt[i], acc_min_[i] = std::min(acc_min_[i], tt[i]);
+  // The iterative search keeps the fastest of the repeats (a device's time
+  // only grows by interference: one slow sample must neither bend a fit nor
+  // undo a drop); the other balancers average them (seed 001).
+  const bool fastest = p_.kind == balance_kind::iterative;
+  acc_unit_ = acc_n_ == 0 ? unit : fastest ? std::min(acc_unit_, unit) : acc_unit_ + unit;
   if (++acc_n_ < p_.repeats) return;  // same distribution again (noise)
-  for (std::size_t i = 0; i < n_; ++i) tt[i] = acc_t_[i] / double(acc_n_);
+  for (std::size_t i = 0; i < n_; ++i) tt[i] = fastest ? acc_min_[i] : acc_t_[i] / double(acc_n_);
+  const double u = fastest ? acc_unit_ : acc_unit_ / double(acc_n_);
   acc_t_.clear();
+  acc_min_.clear();
   acc_n_ = 0;
-  measured(tt, v);
+  measured(tt, v, std::max(u, *std::max_element(tt.begin(), tt.end())));
 }
 
 void balance_tuner::record_points(const std::vector<double>& t, const std::vector<double>& v) {
@@ -499,12 +512,25 @@ std::vector<double> balance_tuner::next_weights(const std::vector<double>& t, co
   return balance::adaptive_weights(t, v, iter_, w_prev_, p_.threshold, p_.relax);
 }
 
-void balance_tuner::measured(const std::vector<double>& t, const std::vector<double>& v) {
+void balance_tuner::record_set(const std::vector<double>& v, double unit, double imb) {
+  std::vector<bool> set(n_);
+  for (std::size_t i = 0; i < n_; ++i) set[i] = v[i] > 0;
+  for (auto& s : sets_)
+    if (s.set == set) {
+      if (unit < s.time) s.time = unit, s.w = w_, s.imb = imb;
+      return;
+    }
+  sets_.push_back({std::move(set), unit, w_, imb});
+}
+
+void balance_tuner::measured(const std::vector<double>& t, const std::vector<double>& v, double unit) {
   last_imb_ = balance::imbalance(t, v);
-  const double makespan = *std::max_element(t.begin(), t.end());
+  // What the unit waited for: the slowest share, or more when the caller
+  // measured the whole execution (dispatch and join included).
+  const double makespan = unit;
   const double best_before = best_w_.empty() ? std::numeric_limits<double>::infinity() : best_time_;
   if (best_w_.empty() || makespan < best_time_) best_time_ = makespan, best_w_ = w_, best_imb_ = last_imb_;
-  if (p_.kind == balance_kind::iterative) record_points(t, v);
+  if (p_.kind == balance_kind::iterative) record_points(t, v), record_set(v, makespan, last_imb_);
 
   switch (phase_) {
     case phase::first: {
@@ -525,15 +551,17 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
     }
     case phase::iterating: {
       if (!dropped_.empty()) {
-        // The last step dropped devices: kept out only if the unit is now
-        // the fastest measured (within min_gain); else they come back, for
-        // the rest of this search, from the fastest distribution seen.
-        bool undo = makespan > best_before * (1 + p_.min_gain);
+        // The last step dropped devices: kept out unless the unit is now
+        // slower than the fastest measured by more than δ (noise of a few
+        // percent on real devices must not undo a drop; a device less also
+        // saves costs no share time shows); else they come back, for the
+        // rest of this search, from the fastest distribution seen.
+        bool undo = makespan > best_before * (1 + p_.delta);
         for (std::size_t i : dropped_) keep_[i] = keep_[i] || undo;
         dropped_.clear();
         if (undo) {
           if (iter_ >= p_.max_iterations) {
-            finish(best_w_, best_imb_);
+            conclude(best_w_, best_imb_);
           } else {
             ++iter_;
             w_ = best_w_;
@@ -543,14 +571,14 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
         }
       }
       if (last_imb_ < p_.delta && makespan <= best_time_ * (1 + p_.delta)) {
-        finish(w_, last_imb_);
+        conclude(w_, last_imb_);
       } else if (iter_ >= p_.max_iterations) {
-        finish(best_w_, best_imb_);  // did not converge: keep the fastest seen
+        conclude(best_w_, best_imb_);  // did not converge: keep the fastest seen
       } else {
         ++iter_;
         std::vector<double> w = next_weights(t, v, false);
         if (same_split(w, v)) {
-          finish(best_w_, best_imb_);  // a fixed point: the next distribution is the one just run
+          conclude(best_w_, best_imb_);  // a fixed point: the next distribution is the one just run
         } else {
           w_ = std::move(w);
           w_prev_ = w_;
@@ -558,6 +586,9 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
       }
       break;
     }
+    case phase::verifying:
+      conclude(end_w_, end_imb_);  // the probe is in sets_: compare, or probe the next smaller set
+      break;
     case phase::exhaustive:
       if (++next_ == cand_.size()) finish(best_w_, best_imb_);
       else w_ = cand_[next_];
@@ -566,9 +597,99 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
   }
 }
 
+namespace {
+std::size_t set_size(const std::vector<bool>& s) { return std::size_t(std::count(s.begin(), s.end(), true)); }
+}  // namespace
+
+const balance_tuner::set_best* balance_tuner::pick_set() const {
+  // The fastest measured set, or one of fewer devices within min_gain of it (then the faster).
+  double best = std::numeric_limits<double>::infinity();
+  for (auto& s : sets_) best = std::min(best, s.time);
+  const set_best* pick = nullptr;
+  for (auto& s : sets_)
+    if (s.time <= best * (1 + p_.min_gain) &&
+        (!pick || set_size(s.set) < set_size(pick->set) || (set_size(s.set) == set_size(pick->set) && s.time < pick->time)))
+      pick = &s;
+  return pick;
+}
+
+std::vector<double> balance_tuner::next_probe() {
+  if (sets_.empty()) return {};
+  const set_best* pick = pick_set();
+  if (set_size(pick->set) < 2) return {};
+  // Fits of the devices of the picked set, if they all agree with their times.
+  std::vector<balance::share_time_fit> f(n_);
+  bool agree = true;
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (!pick->set[i]) continue;
+    f[i] = balance::fit_share_time(pts_[i]);
+    agree = agree && !pts_[i].empty() && balance::fit_agrees(f[i], pts_[i]);
+  }
+  const std::optional<double> T = agree ? balance::balanced_time(f, pick->set) : std::nullopt;
+  // Devices in the order of their share, smallest first.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (pick->set[i]) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return pick->w[a] < pick->w[b]; });
+  for (std::size_t i : order) {
+    std::vector<bool> smaller = pick->set;
+    smaller[i] = false;
+    bool known = std::find(probed_.begin(), probed_.end(), smaller) != probed_.end();
+    for (auto& s : sets_) known = known || s.set == smaller;
+    if (known) continue;
+    // Worth measuring: the device holds a small share, or by the fits the
+    // others alone are within verify_gain (or it would get no work at all).
+    bool worth = pick->w[i] < 100 * p_.verify_gain;
+    std::optional<double> Ts;
+    if (agree) {
+      Ts = balance::balanced_time(f, smaller);
+      worth = worth || !T || (Ts && *Ts <= *T * (1 + p_.verify_gain));
+    }
+    if (!worth) continue;
+    probed_.push_back(smaller);
+    std::vector<double> w(n_, 0.0);
+    if (agree && Ts) w = balance::fitted_weights(f, smaller, {}, 0.0);
+    if (w.empty() || std::accumulate(w.begin(), w.end(), 0.0) <= 0) {
+      // The others' shares of the picked distribution, renormalised.
+      w.assign(n_, 0.0);
+      double sum = 0;
+      for (std::size_t j = 0; j < n_; ++j)
+        if (smaller[j]) sum += w[j] = pick->w[j];
+      if (!(sum > 0)) {
+        for (std::size_t j = 0; j < n_; ++j) w[j] = smaller[j] ? 1.0 : 0.0;
+        sum = double(set_size(smaller));
+      }
+      for (double& x : w) x = x * 100 / sum;
+    }
+    return w;
+  }
+  return {};
+}
+
+void balance_tuner::conclude(std::vector<double> w, double imb) {
+  if (!(p_.kind == balance_kind::iterative && p_.fixed_costs && p_.verify_gain > 0) || sets_.empty())
+    return finish(std::move(w), imb);
+  if (phase_ != phase::verifying) end_w_ = std::move(w), end_imb_ = imb;
+  std::vector<double> probe = next_probe();
+  if (!probe.empty()) {
+    w_ = std::move(probe);
+    phase_ = phase::verifying;
+    return;
+  }
+  // Keep the fastest measured set (fewer devices within min_gain); the
+  // search's own distribution when that is its set.
+  const set_best* pick = pick_set();
+  std::vector<bool> end_set(n_);
+  for (std::size_t i = 0; i < n_; ++i) end_set[i] = end_w_[i] > 0;
+  if (pick->set == end_set) finish(end_w_, end_imb_);
+  else finish(pick->w, pick->imb);
+}
+
 void balance_tuner::restart(const std::vector<double>& t, const std::vector<double>& v) {
   best_w_.clear();
   dropped_.clear();
+  sets_.clear();
+  probed_.clear();
   keep_.assign(n_, false);
   bool idle = false, unknown = false;
   for (std::size_t i = 0; i < n_; ++i) {
@@ -593,7 +714,7 @@ void balance_tuner::restart(const std::vector<double>& t, const std::vector<doub
       // single-step on its times normalised to equal shares (no equal-share
       // execution wasted); devices at 0% are reconsidered on their last fits.
       phase_ = phase::first;
-      measured(t, v);
+      measured(t, v, *std::max_element(t.begin(), t.end()));
       break;
   }
 }

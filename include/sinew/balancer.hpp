@@ -90,6 +90,16 @@ struct balance_policy {
   /// (0.02 = 2%); below that, running one more device is not worth its
   /// unmodelled costs (a device thread to wake, a core less for the host).
   double min_gain = 0.02;
+  /// `iterative` with `fixed_costs`: before the search ends on a set of
+  /// devices, every smaller set (one device less) that the fits predict
+  /// within this fraction of it (0.05 = 5%), or that loses a device holding
+  /// less than this fraction of the unit, is *measured* (unless it already
+  /// was), and the fastest measured set is kept, the smaller one when within
+  /// `min_gain`. Fits come from executions that ran every device at once
+  /// and miss what a second device costs the unit (dispatch, waking the
+  /// worker, memory bandwidth the transfers take from the host's share).
+  /// 0 = off.
+  double verify_gain = 0.05;
   /// In a stream, re-tune when the measured imbalance exceeds δ (and has
   /// grown by δ since tuning ended; single-step and exhaustive splits may be
   /// imbalanced by design).
@@ -179,7 +189,11 @@ class balance_tuner {
   const std::vector<double>& weights() const noexcept { return w_; }
   bool tuned() const noexcept { return phase_ == phase::tuned; }
   /// Feeds the measured times of one execution that used `shares`.
-  void report(const std::vector<device_share>& shares, const std::vector<share_timing>& t);
+  /// `unit_seconds` (optional, 0 = unknown): what the whole execution took
+  /// as its caller saw it, from dispatching the shares to the last one
+  /// joined; distributions are compared on max(it, the slowest share).
+  void report(const std::vector<device_share>& shares, const std::vector<share_timing>& t,
+              double unit_seconds = 0);
   /// Starts tuned with `w` (e.g. from a balance_cache).
   void set_tuned(std::vector<double> w);
   /// The devices' granularities (split_shares): the iterative search stops
@@ -200,8 +214,14 @@ class balance_tuner {
   const balance_policy& policy() const noexcept { return p_; }
 
  private:
-  enum class phase { first, iterating, exhaustive, tuned };
-  void measured(const std::vector<double>& t, const std::vector<double>& v);
+  enum class phase { first, iterating, verifying, exhaustive, tuned };
+  void measured(const std::vector<double>& t, const std::vector<double>& v, double unit);
+  /// The iterative search is done: with fits, checks smaller device sets by
+  /// measurement first (verify_gain); `w`: the distribution it ended on.
+  void conclude(std::vector<double> w, double imb);
+  /// The next smaller set worth measuring (empty: none), from the best set measured.
+  std::vector<double> next_probe();
+  void record_set(const std::vector<double>& v, double unit, double imb);
   void finish(std::vector<double> w, std::optional<double> baseline);
   void restart(const std::vector<double>& t, const std::vector<double>& v);
   void record_points(const std::vector<double>& t, const std::vector<double>& v);
@@ -217,9 +237,24 @@ class balance_tuner {
   double last_imb_ = 0;
   std::optional<double> baseline_;
   unsigned over_ = 0;  // consecutive tuned units imbalanced past the trigger
-  // repeats: times summed over the executions of one distribution
-  std::vector<double> acc_t_;
+  // repeats: times summed (and the fastest of each device, the fastest
+  // unit) over the executions of one distribution
+  std::vector<double> acc_t_, acc_min_;
+  double acc_unit_ = 0;
   unsigned acc_n_ = 0;
+  // iterative: the fastest distribution measured of each device set (by
+  // unit time) in this search; sets whose smaller sets were probed
+  struct set_best {
+    std::vector<bool> set;
+    double time;
+    std::vector<double> w;
+    double imb;
+  };
+  std::vector<set_best> sets_;
+  const set_best* pick_set() const;
+  std::vector<std::vector<bool>> probed_;
+  std::vector<double> end_w_;  // the distribution the search ended on, and its imbalance
+  double end_imb_ = 0;
   // the fastest distribution measured in this search (makespan, weights, imbalance)
   double best_time_ = 0;
   std::vector<double> best_w_;
