@@ -21,8 +21,11 @@
 ///   transfer latency); while every fit agrees with the device's measured
 ///   times, the next weights balance the fitted times, over the set of
 ///   devices whose predicted unit time is shortest (a device that would cut
-///   it by less than `min_gain` gets 0%); a drop is kept only if the unit
-///   without the device is the fastest measured so far.
+///   it by less than `min_gain` gets 0%); a drop is undone only if the unit
+///   without the device is slower than the fastest measured by more than δ;
+///   before ending, sets of one device less that the fits see within
+///   `verify_gain` (or that drop a share below it) are measured, and the
+///   fastest measured set is kept (docs/balancing.md, "Verified device sets").
 /// - `balance::exhaustive(step)`: every split at `step` (5% default; 1% is the
 ///   oracle the tests compare with), keeping the fastest.
 ///
