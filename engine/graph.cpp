@@ -75,6 +75,9 @@ void run_future::wait() const {
   // yet (its first task still waits for a worker), it starts it here and
   // runs as far as the stages take it on this thread.
   if (s_->caller_may_run) s_->run_start();
+  // Then it works in the scheduler until the run ends (tbb: takes the
+  // arena's reserved slot and runs queued stage tasks) instead of sleeping.
+  s_->sched->help_until(s_->done_latch);
   std::unique_lock<std::mutex> lk(s_->done_m);
   s_->done_cv.wait(lk, [&] { return s_->done; });
 }

@@ -1066,6 +1066,7 @@ void run_state::complete() {
     done = true;
   }
   done_cv.notify_all();
+  done_latch.open();  // a caller helping in the scheduler (run_future::wait) returns
 }
 
 }  // namespace sinew::detail

@@ -133,6 +133,35 @@ void detail::task_counter::wait() noexcept {
     detail::workers::futex_wait(pending, p);
 }
 
+void detail::help_latch::open() {
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    if (open_) return;
+    open_ = true;
+    hook.swap(hook_);
+    cv_.notify_all();  // under the lock: a waiter returns (and may free us) only after it
+  }
+  if (hook) hook();  // touches only what the hook captured
+}
+
+bool detail::help_latch::is_open() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return open_;
+}
+
+void detail::help_latch::wait() const {
+  std::unique_lock<std::mutex> lk(m_);
+  cv_.wait(lk, [&] { return open_; });
+}
+
+bool detail::help_latch::arm(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lk(m_);
+  if (open_) return false;
+  hook_ = std::move(hook);
+  return true;
+}
+
 void task_group::run(std::function<void()> fn, const locality_hint& hint) {
   c_.pending.fetch_add(1, std::memory_order_relaxed);
   try {

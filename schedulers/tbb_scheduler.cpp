@@ -17,6 +17,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 
 namespace sinew {
 
@@ -93,17 +94,27 @@ struct tbb_scheduler::impl {
       a->first = threads;
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
-      // One more slot, reserved for an external thread: a thread outside
-      // the scheduler that calls parallel_for (a caller of run_future::get()
-      // running a graph's stages, a program using the scheduler alone) joins
-      // the loop at once instead of handing it to a worker and sleeping
-      // until the loop ends. The n worker slots stay the workers'.
+      // n slots for n cores, one of them reserved for an external thread:
+      // a thread outside the scheduler that calls parallel_for (a caller of
+      // run_future::get() running a graph's first stages, a program using
+      // the scheduler alone) joins the loop at once instead of handing it
+      // to a worker and sleeping, and a thread waiting for a run or a
+      // task_group takes that slot and runs queued tasks (help_until,
+      // wait_counted). So n - 1 workers, and n threads at most: an arena of
+      // n + 1 slots put 17 threads on 16 cores whenever the caller helped
+      // (bench/results/2026-11-24-16core-profiles.txt: 22x the context
+      // switches and 75x the migrations of tbb::parallel_for on a one-unit
+      // map). An arena of one thread reserves nothing: its one worker runs
+      // what nobody waits for, and a thread that enters it while the worker
+      // holds the slot hands its work over and sleeps (oneTBB delegation).
+      const int slots = int(a->threads);
+      const unsigned reserved = a->threads > 1 ? 1 : 0;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
-        c.set_numa_id(ids[n]).set_max_concurrency(int(a->threads) + 1);
-        a->arena.initialize(c, 1);
+        c.set_numa_id(ids[n]).set_max_concurrency(slots);
+        a->arena.initialize(c, reserved);
       } else {
-        a->arena.initialize(int(a->threads) + 1, 1);
+        a->arena.initialize(slots, reserved);
       }
       arenas.push_back(std::move(a));
     }
@@ -111,11 +122,18 @@ struct tbb_scheduler::impl {
   }
 
   counters& slot(unsigned a) {
-    // Slot 0 of an arena is the external thread's (reserved), 1..n the workers'.
+    // Slot 0 of an arena is the external thread's (reserved), 1..n-1 the
+    // workers': the external thread counts as the arena's last core. (An
+    // arena of one thread reserves nothing: its worker holds slot 0.)
     const node_arena& A = *arenas[a];
     const int i = tbb::this_task_arena::current_thread_index();
-    return per_worker[(i >= 1 && unsigned(i) <= A.threads) ? A.first + unsigned(i) - 1 : threads];
+    if (i == 0) return per_worker[A.first + A.threads - 1];
+    return per_worker[(i >= 1 && unsigned(i) < A.threads) ? A.first + unsigned(i) - 1 : threads];
   }
+  // The arena a task with `hint` goes to, and the hint's bytes (hinted, and
+  // remote from that arena's node).
+  unsigned pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote, const char* who);
+  struct task;  // one submitted function, as oneTBB runs it
   void account(unsigned a, std::uint64_t t0) {
     auto& c = slot(a);
     c.tasks.fetch_add(1, std::memory_order_relaxed);
@@ -149,51 +167,120 @@ const topology& tbb_scheduler::topo() const noexcept { return p_->topo; }
 std::size_t tbb_scheduler::arenas() const noexcept { return p_->arenas.size(); }
 int tbb_scheduler::current_node() const noexcept { return p_->current_arena(); }
 
-void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
-  if (!fn) throw error("tbb_scheduler::submit: empty function");
-  impl* p = p_.get();
+unsigned tbb_scheduler::impl::pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote,
+                                   const char* who) {
   // Where: the arena of the hint's data, of the hinted node, of the
   // submitting task, or the next one round-robin.
-  std::uint64_t hinted = 0, remote = 0;
+  hinted = remote = 0;
   int a = -1;
   if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
     thread_local std::vector<std::uint64_t> D;
-    hinted = detail::hint_bytes(hint, p->topo.nodes(), D, "tbb_scheduler::submit");
+    hinted = detail::hint_bytes(hint, topo.nodes(), D, who);
     if (hinted != 0) {
-      a = p->arenas.size() == 1 ? 0 : detail::cheapest_node(p->topo, D, p->current_arena());
+      a = arenas.size() == 1 ? 0 : detail::cheapest_node(topo, D, current_arena());
       remote = hinted - D[std::size_t(a)];
     }
   }
-  if (a < 0 && hint.numa_node >= 0 && std::size_t(hint.numa_node) < p->arenas.size()) a = hint.numa_node;
-  if (a < 0) a = p->current_arena();
-  if (a < 0) a = int(p->round_robin());
-  p->submitted.fetch_add(1, std::memory_order_relaxed);
-  p->outstanding.fetch_add(1, std::memory_order_relaxed);
-  struct task {  // oneTBB calls it through a const reference
-    impl* p;
-    unsigned a;
-    std::uint64_t hinted, remote;
-    mutable std::function<void()> fn;
-    void operator()() const {
-      std::uint64_t t0 = now_ns();
-      auto& c = p->slot(a);
-      if (hinted) {  // before fn: counted once a waiter sees the task done
-        c.hinted.fetch_add(hinted, std::memory_order_relaxed);
-        c.remote.fetch_add(remote, std::memory_order_relaxed);
-      }
-      {
-        impl::scope in(p, a);
-        fn();
-      }
-      fn = nullptr;  // release captures before the scheduler may go away
-      p->run.fetch_add(1, std::memory_order_relaxed);
-      c.tasks.fetch_add(1, std::memory_order_relaxed);
-      c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-      std::atomic<std::uint32_t>& out = p->outstanding;  // p may be gone after the decrement
-      if (out.fetch_sub(1, std::memory_order_acq_rel) == 1) out.notify_all();
+  if (a < 0 && hint.numa_node >= 0 && std::size_t(hint.numa_node) < arenas.size()) a = hint.numa_node;
+  if (a < 0) a = current_arena();
+  if (a < 0) a = int(round_robin());
+  submitted.fetch_add(1, std::memory_order_relaxed);
+  outstanding.fetch_add(1, std::memory_order_relaxed);
+  return unsigned(a);
+}
+
+struct tbb_scheduler::impl::task {  // oneTBB calls it through a const reference
+  impl* p;
+  unsigned a;
+  std::uint64_t hinted, remote;
+  mutable std::function<void()> fn;
+  void operator()() const;
+};
+
+void tbb_scheduler::impl::task::operator()() const {
+  std::uint64_t t0 = now_ns();
+  auto& c = p->slot(a);
+  if (hinted) {  // before fn: counted once a waiter sees the task done
+    c.hinted.fetch_add(hinted, std::memory_order_relaxed);
+    c.remote.fetch_add(remote, std::memory_order_relaxed);
+  }
+  {
+    impl::scope in(p, a);
+    fn();
+  }
+  fn = nullptr;  // release captures before the scheduler may go away
+  p->run.fetch_add(1, std::memory_order_relaxed);
+  c.tasks.fetch_add(1, std::memory_order_relaxed);
+  c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  std::atomic<std::uint32_t>& out = p->outstanding;  // p may be gone after the decrement
+  if (out.fetch_sub(1, std::memory_order_acq_rel) == 1) out.notify_all();
+}
+
+void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+  if (!fn) throw error("tbb_scheduler::submit: empty function");
+  impl* p = p_.get();
+  std::uint64_t hinted, remote;
+  const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
+  p->arenas[a]->arena.enqueue(impl::task{p, a, hinted, remote, std::move(fn)});
+}
+
+namespace {
+// A task_group's oneTBB group: its tasks are oneTBB tasks of this group
+// (deferred, then enqueued into their arena), so that the waiter can join
+// the arena and run them (tbb::task_group::wait) instead of sleeping.
+struct tbb_group final : detail::task_counter::extension {
+  tbb::task_group tg;
+  unsigned arena = 0;  // where the first task went: the waiter helps there
+  // oneTBB's ~task_group may throw (when tasks are left); the counter is
+  // destroyed only after its wait, with none left.
+  ~tbb_group() noexcept override {}
+};
+}  // namespace
+
+void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+  if (!fn) throw error("tbb_scheduler::submit: empty function");
+  impl* p = p_.get();
+  auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
+  std::uint64_t hinted, remote;
+  const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
+  if (!g) {
+    auto fresh = std::make_unique<tbb_group>();
+    fresh->arena = a;
+    detail::task_counter::extension* expected = nullptr;
+    if (c.ext.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) g = fresh.release();
+    else g = static_cast<tbb_group*>(expected);
+  }
+  p->arenas[a]->arena.enqueue(
+      g->tg.defer(impl::task{p, a, hinted, remote, [&c, f = std::move(fn)]() mutable { c.run(f); }}));
+}
+
+void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
+  auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
+  if (g && c.pending.load(std::memory_order_acquire) != 0 && p_->current_arena() < 0) {
+    try {
+      p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
+    } catch (...) {  // c.run keeps the tasks' exceptions: nothing of theirs gets here
     }
-  };
-  p->arenas[std::size_t(a)]->arena.enqueue(task{p, unsigned(a), hinted, remote, std::move(fn)});
+  }
+  c.wait();
+}
+
+void tbb_scheduler::help_until(detail::help_latch& l) {
+  if (l.is_open()) return;
+  // A worker of ours waiting (a run started from a task) sleeps as before:
+  // running other tasks under its own would nest them on its stack.
+  if (p_->current_arena() >= 0) return l.wait();
+  tbb::task_arena& arena = p_->arenas[0]->arena;
+  arena.execute([&] {
+    // A group with one deferred empty task, enqueued when the latch opens:
+    // tg.wait() runs the arena's tasks on this thread until that task has
+    // run (oneTBB sleeps the thread when there is nothing to take).
+    tbb::task_group tg;
+    auto done = std::make_shared<tbb::task_handle>(tg.defer([] {}));
+    tbb::task_arena* ap = &arena;
+    if (!l.arm([ap, done] { ap->enqueue(std::move(*done)); })) tg.run(std::move(*done));
+    tg.wait();
+  });
 }
 
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,

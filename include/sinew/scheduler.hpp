@@ -12,6 +12,7 @@
 /// s.parallel_for(1'000'000, 1024, [&](size_t b, size_t e) { for (auto i = b; i < e; ++i) x[i] *= 2; });
 /// \endcode
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -101,6 +102,46 @@ struct task_counter {
   void run(std::function<void()>& fn) noexcept;
   /// Sleeps until `pending` is 0.
   void wait() noexcept;
+
+  /// A scheduler's own state for this group, made by its first
+  /// `submit_counted` and freed with the counter (`tbb`: the oneTBB
+  /// task_group its tasks belong to, so that the waiter can run them).
+  struct extension {
+    virtual ~extension() = default;
+  };
+  std::atomic<extension*> ext{nullptr};
+
+  task_counter() = default;
+  task_counter(const task_counter&) = delete;
+  task_counter& operator=(const task_counter&) = delete;
+  ~task_counter() { delete ext.load(std::memory_order_acquire); }
+};
+
+/// A one-shot event that a thread can wait for while its scheduler puts it
+/// to work (`scheduler::help_until`): a run's end, for `run_future::wait`.
+///
+/// \code
+/// sinew::detail::help_latch done;
+/// sched.submit([&] { work(); done.open(); });
+/// sched.help_until(done);   // tbb: runs queued tasks on this thread meanwhile
+/// \endcode
+class help_latch {
+ public:
+  /// Opens the latch (idempotent): wakes `wait()` and runs the hook `arm`
+  /// installed, once, after the latch's lock is released.
+  void open();
+  bool is_open() const;
+  /// Sleeps until open.
+  void wait() const;
+  /// Installs `hook`, run by `open()`; returns false (and drops `hook`) when
+  /// the latch is already open.
+  bool arm(std::function<void()> hook);
+
+ private:
+  mutable std::mutex m_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+  std::function<void()> hook_;
 };
 
 }  // namespace detail
@@ -142,6 +183,15 @@ class scheduler {
     (void)hint;
     parallel_for(n, grain, body);
   }
+  /// Waits until a `task_group`'s tasks are done (`task_group::wait`). The
+  /// default sleeps; `tbb` runs tasks on the waiting thread meanwhile.
+  virtual void wait_counted(detail::task_counter& c) noexcept { c.wait(); }
+  /// Returns once `l` is open. The default sleeps; `tbb` lets the calling
+  /// thread (one outside the scheduler) take the arena's slot reserved for it
+  /// and run queued tasks until then, as `tbb::flow::graph::wait_for_all`
+  /// does, so that a thread waiting for a run adds a core's worth of work
+  /// instead of an idle thread.
+  virtual void help_until(detail::help_latch& l) { l.wait(); }
   virtual scheduler_stats stats() const = 0;
   virtual void reset_stats() = 0;
   /// NUMA node of the calling thread if it is one of this scheduler's
@@ -172,7 +222,7 @@ class task_group {
   void wait();
 
  private:
-  void wait_no_throw() noexcept { c_.wait(); }
+  void wait_no_throw() noexcept { s_.wait_counted(c_); }
   scheduler& s_;
   detail::task_counter c_;
 };

@@ -60,6 +60,11 @@ class tbb_scheduler final : public scheduler {
   /// Throws `sinew::error` if `hint.bytes_on_node` is given with a size
   /// other than the number of nodes.
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
+  /// Tasks of a task_group are oneTBB tasks of a oneTBB task_group, so that
+  /// `wait_counted` can run them on the waiting thread.
+  void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
+  void wait_counted(detail::task_counter& c) noexcept override;
+  void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   scheduler_stats stats() const override;
