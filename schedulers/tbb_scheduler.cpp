@@ -1,6 +1,8 @@
 #include <sinew/tbb_scheduler.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -76,6 +78,12 @@ struct tbb_scheduler::impl {
   };
   int current_arena() const noexcept { return tl_in.owner == this ? int(tl_in.arena) : -1; }
 
+  // Read once per scheduler: SINEW_TBB_WAITER=sleep (see build()).
+  const bool waiters_sleep = [] {
+    const char* e = std::getenv("SINEW_TBB_WAITER");
+    return e && std::string(e) == "sleep";
+  }();
+
   void build() {
     const std::size_t N = topo.nodes();
     if (N == 0 || topo.total_cores() == 0) throw error("tbb_scheduler: topology has no cores");
@@ -107,8 +115,10 @@ struct tbb_scheduler::impl {
       // map). An arena of one thread reserves nothing: its one worker runs
       // what nobody waits for, and a thread that enters it while the worker
       // holds the slot hands its work over and sleeps (oneTBB delegation).
-      const int slots = int(a->threads);
-      const unsigned reserved = a->threads > 1 ? 1 : 0;
+      // SINEW_TBB_WAITER=sleep restores the earlier design (n + 1 slots,
+      // waiters sleep), so that both can be measured in one run.
+      const int slots = int(a->threads) + (waiters_sleep ? 1 : 0);
+      const unsigned reserved = (a->threads > 1 || waiters_sleep) ? 1 : 0;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
         c.set_numa_id(ids[n]).set_max_concurrency(slots);
@@ -256,7 +266,7 @@ void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counte
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
-  if (g && c.pending.load(std::memory_order_acquire) != 0 && p_->current_arena() < 0) {
+  if (g && !p_->waiters_sleep && c.pending.load(std::memory_order_acquire) != 0 && p_->current_arena() < 0) {
     try {
       p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
     } catch (...) {  // c.run keeps the tasks' exceptions: nothing of theirs gets here
@@ -267,6 +277,7 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
 
 void tbb_scheduler::help_until(detail::help_latch& l) {
   if (l.is_open()) return;
+  if (p_->waiters_sleep) return l.wait();
   // A worker of ours waiting (a run started from a task) sleeps as before:
   // running other tasks under its own would nest them on its stack.
   if (p_->current_arena() >= 0) return l.wait();

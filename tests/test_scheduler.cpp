@@ -93,3 +93,76 @@ TEST_CASE("a scheduler of n workers runs n tasks at once", "[scheduler]") {
     CHECK(s.concurrency() == n);
   }
 }
+
+// The tbb policy's waiting thread works: its arena has n slots for n
+// threads, one reserved for it, so with the one worker of tbb_scheduler(2)
+// blocked, what the waiter needs can only run on the waiter itself (a
+// sleeping waiter would leave it queued: the blocked task gives up after
+// 10 s and the checks fail).
+TEST_CASE("a thread waiting for a task_group runs the group's tasks (tbb)", "[scheduler]") {
+  tbb_scheduler s(2);
+  std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
+  std::atomic<std::thread::id> b_thread{};
+  task_group g(s);
+  g.run([&] {
+    a_started = true;
+    auto t0 = std::chrono::steady_clock::now();
+    while (!b_done.load())
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+        a_gave_up = true;
+        return;
+      } else {
+        std::this_thread::yield();
+      }
+  });
+  while (!a_started.load()) std::this_thread::yield();  // the worker holds A
+  g.run([&] {
+    b_thread = std::this_thread::get_id();
+    b_done = true;
+  });
+  g.wait();
+  CHECK_FALSE(a_gave_up.load());
+  CHECK(b_thread.load() == std::this_thread::get_id());
+}
+
+TEST_CASE("help_until runs queued tasks on the waiting thread until the latch opens (tbb)", "[scheduler]") {
+  tbb_scheduler s(2);
+  detail::help_latch done;
+  std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
+  std::atomic<std::thread::id> b_thread{};
+  s.submit([&] {
+    a_started = true;
+    auto t0 = std::chrono::steady_clock::now();
+    while (!b_done.load())
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+        a_gave_up = true;
+        break;
+      } else {
+        std::this_thread::yield();
+      }
+  });
+  while (!a_started.load()) std::this_thread::yield();
+  s.submit([&] {
+    b_thread = std::this_thread::get_id();
+    b_done = true;
+    done.open();
+  });
+  s.help_until(done);
+  CHECK(done.is_open());
+  CHECK_FALSE(a_gave_up.load());
+  CHECK(b_thread.load() == std::this_thread::get_id());
+}
+
+TEST_CASE("help_latch runs its hook once, and refuses one armed after opening", "[scheduler]") {
+  detail::help_latch l;
+  int hooks = 0;
+  CHECK(l.arm([&] { ++hooks; }));
+  CHECK_FALSE(l.is_open());
+  l.open();
+  l.open();
+  CHECK(hooks == 1);
+  CHECK(l.is_open());
+  CHECK_FALSE(l.arm([&] { ++hooks; }));
+  l.wait();  // returns at once
+  CHECK(hooks == 1);
+}
