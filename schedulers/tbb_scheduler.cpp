@@ -250,6 +250,7 @@ struct tbb_group final : detail::task_counter::extension {
 void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
+  if (p->waiters_sleep) return scheduler::submit_counted(std::move(fn), c, hint);
   auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
   std::uint64_t hinted, remote;
   const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
@@ -265,8 +266,12 @@ void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counte
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
-  auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
-  if (g && !p_->waiters_sleep && c.pending.load(std::memory_order_acquire) != 0 && p_->current_arena() < 0) {
+  // Always through the oneTBB group when there is one, even with nothing
+  // pending: a task counts itself done in `c` before its oneTBB task has
+  // returned, and ~task_group with a task still returning throws
+  // (missing_wait). From a worker of ours the wait runs in place (oneTBB
+  // nests the tasks it takes meanwhile, as for any task_group wait).
+  if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
       p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
     } catch (...) {  // c.run keeps the tasks' exceptions: nothing of theirs gets here

@@ -166,3 +166,26 @@ TEST_CASE("help_latch runs its hook once, and refuses one armed after opening", 
   l.wait();  // returns at once
   CHECK(hooks == 1);
 }
+
+// A task counts itself done in the group before its oneTBB task has
+// returned; a group destroyed in that window must not fail (oneTBB's
+// ~task_group throws missing_wait when a task is still running: terminate).
+TEST_CASE("task_groups waited and destroyed at once many times from outside and inside (tbb)", "[scheduler]") {
+  tbb_scheduler s(2);
+  std::atomic<long> ran{0};
+  for (int i = 0; i < 3000; ++i) {
+    task_group g(s);
+    g.run([&] { ran++; });
+    if (i % 2) g.wait();  // else the destructor waits
+  }
+  CHECK(ran.load() == 3000);
+  task_group outer(s);
+  for (int i = 0; i < 200; ++i)
+    outer.run([&] {  // a worker waiting for its own group
+      task_group inner(s);
+      for (int k = 0; k < 4; ++k) inner.run([&] { ran++; });
+      inner.wait();
+    });
+  outer.wait();
+  CHECK(ran.load() == 3000 + 800);
+}
