@@ -335,7 +335,8 @@ TEST_CASE("cancel stops an unbounded stream and releases every unit", "[runtime]
 TEST_CASE("a stop token cancels the run", "[runtime]") {
   auto src = generate([&](unit_builder& b) {
     b.set_shape(shape::d1(4));
-    b.add<int>();
+    auto d = b.add<int>();  // pool memory: uninitialised until written
+    for (int i = 0; i < 4; ++i) d[i] = i;
     return !b.stop_requested();
   });
   std::stop_source stop;
@@ -400,7 +401,8 @@ TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]")
     }
     ++sent;
     b.set_shape(shape::d1(4));
-    b.add<int>();
+    auto d = b.add<int>();  // pool memory: uninitialised until written
+    for (int i = 0; i < 4; ++i) d[i] = sent + i;
     return true;
   }, source_mode::thread);
   graph g(pipeline(map<inc>(), farm(map<twice>(), 2), map<inc>()));
