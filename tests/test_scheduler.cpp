@@ -99,22 +99,27 @@ TEST_CASE("a scheduler of n workers runs n tasks at once", "[scheduler]") {
 // blocked, what the waiter needs can only run on the waiter itself (a
 // sleeping waiter would leave it queued: the blocked task gives up after
 // 10 s and the checks fail).
+namespace {
+/// Holds the worker that runs it until `go` (at most 10 s: then `gave_up`).
+void hold_until(const std::atomic<bool>& go, std::atomic<bool>& started, std::atomic<bool>& gave_up) {
+  started = true;
+  auto t0 = std::chrono::steady_clock::now();
+  while (!go.load()) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
+      gave_up = true;
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+}  // namespace
+
 TEST_CASE("a thread waiting for a task_group runs the group's tasks (tbb)", "[scheduler]") {
   tbb_scheduler s(2);
   std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
   std::atomic<std::thread::id> b_thread{};
   task_group g(s);
-  g.run([&] {
-    a_started = true;
-    auto t0 = std::chrono::steady_clock::now();
-    while (!b_done.load())
-      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
-        a_gave_up = true;
-        return;
-      } else {
-        std::this_thread::yield();
-      }
-  });
+  g.run([&] { hold_until(b_done, a_started, a_gave_up); });
   while (!a_started.load()) std::this_thread::yield();  // the worker holds A
   g.run([&] {
     b_thread = std::this_thread::get_id();
@@ -130,17 +135,7 @@ TEST_CASE("help_until runs queued tasks on the waiting thread until the latch op
   detail::help_latch done;
   std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
   std::atomic<std::thread::id> b_thread{};
-  s.submit([&] {
-    a_started = true;
-    auto t0 = std::chrono::steady_clock::now();
-    while (!b_done.load())
-      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) {
-        a_gave_up = true;
-        break;
-      } else {
-        std::this_thread::yield();
-      }
-  });
+  s.submit([&] { hold_until(b_done, a_started, a_gave_up); });
   while (!a_started.load()) std::this_thread::yield();
   s.submit([&] {
     b_thread = std::this_thread::get_id();
