@@ -134,15 +134,15 @@ void detail::task_counter::wait() noexcept {
 }
 
 void detail::help_latch::open() {
-  std::function<void()> hook;
+  std::vector<std::function<void()>> hooks;
   {
     std::lock_guard<std::mutex> lk(m_);
     if (open_) return;
     open_ = true;
-    hook.swap(hook_);
+    hooks.swap(hooks_);
     cv_.notify_all();  // under the lock: a waiter returns (and may free us) only after it
   }
-  if (hook) hook();  // touches only what the hook captured
+  for (auto& h : hooks) h();  // touch only what the hooks captured
 }
 
 bool detail::help_latch::is_open() const {
@@ -158,7 +158,7 @@ void detail::help_latch::wait() const {
 bool detail::help_latch::arm(std::function<void()> hook) {
   std::lock_guard<std::mutex> lk(m_);
   if (open_) return false;
-  hook_ = std::move(hook);
+  hooks_.push_back(std::move(hook));
   return true;
 }
 

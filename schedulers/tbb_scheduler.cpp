@@ -78,7 +78,8 @@ struct tbb_scheduler::impl {
   };
   int current_arena() const noexcept { return tl_in.owner == this ? int(tl_in.arena) : -1; }
 
-  // Read once per scheduler: SINEW_TBB_WAITER=sleep (see build()).
+  // Read once per scheduler: SINEW_TBB_WAITER=sleep makes waiting threads
+  // sleep (the behaviour before help_until / wait_counted), for comparisons.
   const bool waiters_sleep = [] {
     const char* e = std::getenv("SINEW_TBB_WAITER");
     return e && std::string(e) == "sleep";
@@ -102,23 +103,21 @@ struct tbb_scheduler::impl {
       a->first = threads;
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
-      // n slots for n cores, one of them reserved for an external thread:
-      // a thread outside the scheduler that calls parallel_for (a caller of
+      // n worker slots and one more, reserved for an external thread: a
+      // thread outside the scheduler that calls parallel_for (a caller of
       // run_future::get() running a graph's first stages, a program using
       // the scheduler alone) joins the loop at once instead of handing it
       // to a worker and sleeping, and a thread waiting for a run or a
       // task_group takes that slot and runs queued tasks (help_until,
-      // wait_counted). So n - 1 workers, and n threads at most: an arena of
-      // n + 1 slots put 17 threads on 16 cores whenever the caller helped
-      // (bench/results/2026-11-24-16core-profiles.txt: 22x the context
-      // switches and 75x the migrations of tbb::parallel_for on a one-unit
-      // map). An arena of one thread reserves nothing: its one worker runs
-      // what nobody waits for, and a thread that enters it while the worker
-      // holds the slot hands its work over and sleeps (oneTBB delegation).
-      // SINEW_TBB_WAITER=sleep restores the earlier design (n + 1 slots,
-      // waiters sleep), so that both can be measured in one run.
-      const int slots = int(a->threads) + (waiters_sleep ? 1 : 0);
-      const unsigned reserved = (a->threads > 1 || waiters_sleep) ? 1 : 0;
+      // wait_counted). n + 1 threads while someone waits: n slots in all
+      // (n - 1 workers) removed that oversubscription (16-core profile,
+      // bench/results/2026-11-24-16core-profiles.txt) without a
+      // measurable gain in time (2026-11-24-16core-tbb-waiter-ab), and left
+      // a graph nobody waits on in get() (the `sinew run` command polls
+      // wait_for; a stream fed by a thread) one worker short: half the
+      // workers on 2 cores.
+      const int slots = int(a->threads) + 1;
+      const unsigned reserved = 1;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
         c.set_numa_id(ids[n]).set_max_concurrency(slots);
@@ -132,13 +131,13 @@ struct tbb_scheduler::impl {
   }
 
   counters& slot(unsigned a) {
-    // Slot 0 of an arena is the external thread's (reserved), 1..n-1 the
-    // workers': the external thread counts as the arena's last core. (An
-    // arena of one thread reserves nothing: its worker holds slot 0.)
+    // Slot 0 of an arena is the external thread's (reserved), 1..n the
+    // workers'. The external thread's work counts on the arena's last
+    // worker, so that per-node totals include what a helping waiter ran.
     const node_arena& A = *arenas[a];
     const int i = tbb::this_task_arena::current_thread_index();
     if (i == 0) return per_worker[A.first + A.threads - 1];
-    return per_worker[(i >= 1 && unsigned(i) < A.threads) ? A.first + unsigned(i) - 1 : threads];
+    return per_worker[(i >= 1 && unsigned(i) <= A.threads) ? A.first + unsigned(i) - 1 : threads];
   }
   // The arena a task with `hint` goes to, and the hint's bytes (hinted, and
   // remote from that arena's node).

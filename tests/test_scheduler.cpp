@@ -9,6 +9,8 @@
 
 #include <sinew/tbb_scheduler.hpp>
 
+#include "test_common.hpp"
+
 using namespace sinew;
 
 // These exercise the oneTBB policy, whose hand-offs happen inside libtbb
@@ -94,11 +96,10 @@ TEST_CASE("a scheduler of n workers runs n tasks at once", "[scheduler]") {
   }
 }
 
-// The tbb policy's waiting thread works: its arena has n slots for n
-// threads, one reserved for it, so with the one worker of tbb_scheduler(2)
-// blocked, what the waiter needs can only run on the waiter itself (a
-// sleeping waiter would leave it queued: the blocked task gives up after
-// 10 s and the checks fail).
+// The tbb policy's waiting thread works: its arena reserves a slot for it,
+// so with the one worker of tbb_scheduler(1) blocked, what the waiter needs
+// can only run on the waiter itself (a sleeping waiter would leave it
+// queued: the blocked task gives up after 10 s and the checks fail).
 namespace {
 /// Holds the worker that runs it until `go` (at most 10 s: then `gave_up`).
 void hold_until(const std::atomic<bool>& go, std::atomic<bool>& started, std::atomic<bool>& gave_up) {
@@ -115,7 +116,7 @@ void hold_until(const std::atomic<bool>& go, std::atomic<bool>& started, std::at
 }  // namespace
 
 TEST_CASE("a thread waiting for a task_group runs the group's tasks (tbb)", "[scheduler]") {
-  tbb_scheduler s(2);
+  tbb_scheduler s(1);
   std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
   std::atomic<std::thread::id> b_thread{};
   task_group g(s);
@@ -131,7 +132,7 @@ TEST_CASE("a thread waiting for a task_group runs the group's tasks (tbb)", "[sc
 }
 
 TEST_CASE("help_until runs queued tasks on the waiting thread until the latch opens (tbb)", "[scheduler]") {
-  tbb_scheduler s(2);
+  tbb_scheduler s(1);
   detail::help_latch done;
   std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
   std::atomic<std::thread::id> b_thread{};
@@ -148,18 +149,32 @@ TEST_CASE("help_until runs queued tasks on the waiting thread until the latch op
   CHECK(b_thread.load() == std::this_thread::get_id());
 }
 
-TEST_CASE("help_latch runs its hook once, and refuses one armed after opening", "[scheduler]") {
+TEST_CASE("help_latch runs each waiter's hook once, and refuses one armed after opening", "[scheduler]") {
   detail::help_latch l;
-  int hooks = 0;
+  int hooks = 0, others = 0;
   CHECK(l.arm([&] { ++hooks; }));
+  CHECK(l.arm([&] { ++others; }));  // a second waiting thread
   CHECK_FALSE(l.is_open());
   l.open();
   l.open();
   CHECK(hooks == 1);
+  CHECK(others == 1);
   CHECK(l.is_open());
   CHECK_FALSE(l.arm([&] { ++hooks; }));
   l.wait();  // returns at once
   CHECK(hooks == 1);
+}
+
+TEST_CASE("two threads waiting for one run both return (tbb)", "[scheduler][runtime]") {
+  tbb_scheduler s(2);
+  graph g(pipeline(map<sinew_test::inc>(), farm(map<sinew_test::inc>(), 2)), {.scheduler = &s});
+  std::vector<std::vector<int>> in(2000, std::vector<int>(8, 1)), out;
+  auto f = g.run(in, out);
+  std::thread other([f] { f.wait(); });
+  f.get();
+  other.join();
+  CHECK(out.size() == 2000);
+  CHECK(out[1999][7] == 3);
 }
 
 // A task counts itself done in the group before its oneTBB task has

@@ -127,21 +127,21 @@ struct task_counter {
 /// \endcode
 class help_latch {
  public:
-  /// Opens the latch (idempotent): wakes `wait()` and runs the hook `arm`
-  /// installed, once, after the latch's lock is released.
+  /// Opens the latch (idempotent): wakes `wait()` and runs the hooks `arm`
+  /// installed, each once, after the latch's lock is released.
   void open();
   bool is_open() const;
   /// Sleeps until open.
   void wait() const;
-  /// Installs `hook`, run by `open()`; returns false (and drops `hook`) when
-  /// the latch is already open.
+  /// Adds `hook` (one per waiting thread), run by `open()`; returns false
+  /// (and drops `hook`) when the latch is already open.
   bool arm(std::function<void()> hook);
 
  private:
   mutable std::mutex m_;
   mutable std::condition_variable cv_;
   bool open_ = false;
-  std::function<void()> hook_;
+  std::vector<std::function<void()>> hooks_;
 };
 
 }  // namespace detail
