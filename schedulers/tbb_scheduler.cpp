@@ -270,9 +270,15 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // returned, and ~task_group with a task still returning throws
   // (missing_wait). From a worker of ours the wait runs in place (oneTBB
   // nests the tasks it takes meanwhile, as for any task_group wait).
+  // A worker of ours waits inside its arena, running tasks meanwhile (a
+  // nested group's tasks cannot all be stuck behind waiting workers); a
+  // thread from outside waits outside the arena, asleep, so that a
+  // scheduler of n workers runs a group on n threads (sched_grain's
+  // speedup over one worker means one).
   if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
-      p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
+      if (p_->current_arena() >= 0) p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
+      else g->tg.wait();
     } catch (...) {  // c.run keeps the tasks' exceptions: nothing of theirs gets here
     }
   }

@@ -96,10 +96,11 @@ TEST_CASE("a scheduler of n workers runs n tasks at once", "[scheduler]") {
   }
 }
 
-// The tbb policy's waiting thread works: its arena reserves a slot for it,
-// so with the one worker of tbb_scheduler(1) blocked, what the waiter needs
-// can only run on the waiter itself (a sleeping waiter would leave it
-// queued: the blocked task gives up after 10 s and the checks fail).
+// The tbb policy's waiting thread works: its arena reserves a slot for a
+// thread waiting for a run, so with the one worker of tbb_scheduler(1)
+// blocked, what the waiter needs can only run on the waiter itself (a
+// sleeping waiter would leave it queued: the blocked task gives up after
+// 10 s and the checks fail).
 namespace {
 /// Holds the worker that runs it until `go` (at most 10 s: then `gave_up`).
 void hold_until(const std::atomic<bool>& go, std::atomic<bool>& started, std::atomic<bool>& gave_up) {
@@ -115,20 +116,21 @@ void hold_until(const std::atomic<bool>& go, std::atomic<bool>& started, std::at
 }
 }  // namespace
 
-TEST_CASE("a thread waiting for a task_group runs the group's tasks (tbb)", "[scheduler]") {
+TEST_CASE("a worker waiting for a nested task_group runs its tasks (tbb)", "[scheduler]") {
+  // The only worker of tbb_scheduler(1) waits for a group it made: the
+  // group's task can only run on that worker (asleep, it would hang here).
   tbb_scheduler s(1);
-  std::atomic<bool> a_started{false}, b_done{false}, a_gave_up{false};
-  std::atomic<std::thread::id> b_thread{};
-  task_group g(s);
-  g.run([&] { hold_until(b_done, a_started, a_gave_up); });
-  while (!a_started.load()) std::this_thread::yield();  // the worker holds A
-  g.run([&] {
-    b_thread = std::this_thread::get_id();
-    b_done = true;
+  std::atomic<std::thread::id> inner_thread{}, outer_thread{};
+  task_group outer(s);
+  outer.run([&] {
+    outer_thread = std::this_thread::get_id();
+    task_group inner(s);
+    inner.run([&] { inner_thread = std::this_thread::get_id(); });
+    inner.wait();
   });
-  g.wait();
-  CHECK_FALSE(a_gave_up.load());
-  CHECK(b_thread.load() == std::this_thread::get_id());
+  outer.wait();
+  CHECK(inner_thread.load() == outer_thread.load());
+  CHECK(outer_thread.load() != std::this_thread::get_id());  // the waiter outside slept
 }
 
 TEST_CASE("help_until runs queued tasks on the waiting thread until the latch opens (tbb)", "[scheduler]") {
