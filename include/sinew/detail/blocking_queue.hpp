@@ -16,6 +16,7 @@
 // the futex return at once.
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -43,20 +44,13 @@ class blocking_queue {
   /// Adds `v`, sleeping while the queue is full (back pressure). Returns
   /// false (and drops nothing it was given: `v` is unchanged) once closed.
   bool push(T v) {
-    for (unsigned spin = 0;; ++spin) {
-      if (closed()) return false;
-      if (try_push_ref(v)) return true;
-      if (spin < spin_rounds) {
-        backoff(spin);
-        continue;
-      }
-      push_waiters_.fetch_add(1, std::memory_order_seq_cst);
-      std::uint32_t e = space_epoch_.load(std::memory_order_seq_cst);
-      bool ok = try_push_ref(v);
-      if (!ok && !closed() && size_.load(std::memory_order_seq_cst) >= capacity_) futex_wait(space_epoch_, e);
-      push_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-      if (ok) return true;
-    }
+    return block(
+        [&]() -> std::optional<bool> {
+          if (closed()) return false;
+          if (try_push_ref(v)) return true;
+          return std::nullopt;
+        },
+        [&] { return size_.load(std::memory_order_seq_cst) >= capacity_; }, push_waiters_, space_epoch_);
   }
 
   bool try_pop(T& out) {
@@ -69,23 +63,15 @@ class blocking_queue {
   /// Takes the oldest element, sleeping while empty. Returns false when the
   /// queue is closed and drained (end of stream).
   bool pop(T& out) {
-    for (unsigned spin = 0;; ++spin) {
-      if (try_pop(out)) return true;
-      if (closed()) return try_pop(out);
-      if (spin < spin_rounds) {
-        backoff(spin);
-        continue;
-      }
-      pop_waiters_.fetch_add(1, std::memory_order_seq_cst);
-      std::uint32_t e = data_epoch_.load(std::memory_order_seq_cst);
-      bool ok = try_pop(out);
-      // size_ > 0 with an empty ring: a push is between its reservation and
-      // its write (or a pop between its read and its release); retry.
-      if (!ok && !closed() && size_.load(std::memory_order_seq_cst) == 0) futex_wait(data_epoch_, e);
-      pop_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-      if (ok) return true;
-      if (spin > spin_rounds) std::this_thread::yield();
-    }
+    return block(
+        [&]() -> std::optional<bool> {
+          if (try_pop(out)) return true;
+          if (closed()) return try_pop(out);
+          return std::nullopt;
+        },
+        // size_ > 0 with an empty ring: a push is between its reservation
+        // and its write (or a pop between its read and its release): retry.
+        [&] { return size_.load(std::memory_order_seq_cst) == 0; }, pop_waiters_, data_epoch_);
   }
 
   /// Ends the stream: pushes fail from now on, pops drain what is left and
@@ -97,6 +83,27 @@ class blocking_queue {
   }
 
  private:
+  // The wait of push and pop: `attempt` (an answer, or nullopt to wait)
+  // while spinning, then registered in `waiters`; sleeps on `epoch` only
+  // while `blocked()` still holds after registering (the protocol above).
+  template <class Attempt, class Blocked>
+  bool block(Attempt attempt, Blocked blocked, std::atomic<int>& waiters, std::atomic<std::uint32_t>& epoch) {
+    for (unsigned spin = 0;; ++spin) {
+      if (std::optional<bool> r = attempt()) return *r;
+      if (spin < spin_rounds) {
+        backoff(spin);
+        continue;
+      }
+      waiters.fetch_add(1, std::memory_order_seq_cst);
+      std::uint32_t e = epoch.load(std::memory_order_seq_cst);
+      std::optional<bool> r = attempt();
+      if (!r && !closed() && blocked()) futex_wait(epoch, e);
+      waiters.fetch_sub(1, std::memory_order_seq_cst);
+      if (r) return *r;
+      if (spin > spin_rounds) std::this_thread::yield();
+    }
+  }
+
   bool try_push_ref(T& v) {
     if (closed()) return false;
     // Reserve a slot first so the bound is `capacity_`, not the ring's size.
