@@ -1,10 +1,10 @@
 #include <sinew/tbb_scheduler.hpp>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -103,27 +103,17 @@ struct tbb_scheduler::impl {
       a->first = threads;
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
-      // n worker slots and one more, reserved for an external thread: a
-      // thread outside the scheduler that calls parallel_for (a caller of
-      // run_future::get() running a graph's first stages, a program using
-      // the scheduler alone) joins the loop at once instead of handing it
-      // to a worker and sleeping, and a thread waiting for a run or a
-      // task_group takes that slot and runs queued tasks (help_until,
-      // wait_counted). n + 1 threads while someone waits: n slots in all
-      // (n - 1 workers) removed that oversubscription (16-core profile,
-      // bench/results/2026-11-24-16core-profiles.txt) without a
-      // measurable gain in time (2026-11-24-16core-tbb-waiter-ab), and left
-      // a graph nobody waits on in get() (the `sinew run` command polls
-      // wait_for; a stream fed by a thread) one worker short: half the
-      // workers on 2 cores.
+      // n worker slots and one reserved for an outside thread: a caller of
+      // parallel_for joins its loop at once, a thread waiting for a run
+      // works there (help_until). n slots in all were tried: no gain in
+      // time, and a graph nobody waits on lost a worker (docs/schedulers.md).
       const int slots = int(a->threads) + 1;
-      const unsigned reserved = 1;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
         c.set_numa_id(ids[n]).set_max_concurrency(slots);
-        a->arena.initialize(c, reserved);
+        a->arena.initialize(c, 1);
       } else {
-        a->arena.initialize(slots, reserved);
+        a->arena.initialize(slots, 1);
       }
       arenas.push_back(std::move(a));
     }
@@ -268,13 +258,10 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // Always through the oneTBB group when there is one, even with nothing
   // pending: a task counts itself done in `c` before its oneTBB task has
   // returned, and ~task_group with a task still returning throws
-  // (missing_wait). From a worker of ours the wait runs in place (oneTBB
-  // nests the tasks it takes meanwhile, as for any task_group wait).
-  // A worker of ours waits inside its arena, running tasks meanwhile (a
-  // nested group's tasks cannot all be stuck behind waiting workers); a
-  // thread from outside waits outside the arena, asleep, so that a
-  // scheduler of n workers runs a group on n threads (sched_grain's
-  // speedup over one worker means one).
+  // (missing_wait). A worker of ours waits inside its arena, running tasks
+  // meanwhile (nested groups cannot all be stuck behind waiting workers);
+  // a thread from outside waits outside the arena, asleep, so that n
+  // workers run a group on n threads.
   if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
       if (p_->current_arena() >= 0) p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
