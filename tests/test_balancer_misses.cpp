@@ -93,6 +93,16 @@ balance_policy bench_iterative() {
   return p;
 }
 
+/// A testbed of `d` with its noise drawn from `seed`.
+testbed seeded(unsigned seed, std::vector<fitted_device> d, double dispatch, double jitter) {
+  testbed tb;
+  tb.rng.seed(seed);
+  tb.d = std::move(d);
+  tb.dispatch = dispatch;
+  tb.jitter = jitter;
+  return tb;
+}
+
 }  // namespace
 
 TEST_CASE("iterative keeps the host alone when the fits predict a GPU share gains 2 percent (saxpy, 16 cores)",
@@ -106,12 +116,8 @@ TEST_CASE("iterative keeps the host alone when the fits predict a GPU share gain
   // 3.70/3.97 ms). The 1% optimum was the host alone (3.70 ms); the search
   // ended on 96.6% / 3.4% (4.54 ms): RATIO 0.816.
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    testbed tb;
-    tb.rng.seed(seed);
-    tb.d = {{1.028e-3, 0.0255e-3, 1.0}, {1.762e-3, 0.5612e-3}};
+    testbed tb = seeded(seed, {{1.028e-3, 0.0255e-3, 1.0}, {1.762e-3, 0.5612e-3}}, 0.25e-3, 0.03);
     tb.d[0].a /= 1.06, tb.d[0].b /= 1.06, tb.d[0].shared = 1.06;  // alone 6% faster
-    tb.dispatch = 0.25e-3;
-    tb.jitter = 0.03;
     const double best = tb.optimum();
     REQUIRE(tb.unit({100, 0}) == Approx(best));
     auto it = tb.tune(bench_iterative());
@@ -132,11 +138,7 @@ TEST_CASE("iterative gives the host 0 percent on the unbalanced kernel at 100 pe
   // later set — while the optimum is the GPU alone (1.49 ms): RATIO 0.400.
   unsigned bad = 0;
   for (unsigned seed = 1; seed <= 40; ++seed) {
-    testbed tb;
-    tb.rng.seed(seed);
-    tb.d = {{0.141e-3, 0.9038e-3}, {1.0e-3, 0.0034e-3, 1.0, 0.2, 4.0}};
-    tb.dispatch = 0.05e-3;
-    tb.jitter = 0.05;
+    testbed tb = seeded(seed, {{0.141e-3, 0.9038e-3}, {1.0e-3, 0.0034e-3, 1.0, 0.2, 4.0}}, 0.05e-3, 0.05);
     const double best = tb.optimum();
     REQUIRE(tb.unit({0, 100}) == Approx(best));
     auto it = tb.tune(bench_iterative());
@@ -153,11 +155,7 @@ TEST_CASE("iterative leaves a fixed-cost GPU idle on the unbalanced kernel at 0 
   // 16-core nz 0%: host 0.195 ms + 0.0009 ms/%, GPU 0.359 ms + 0.011 ms/%:
   // the GPU's fixed cost alone exceeds the host's whole unit (0.285 ms).
   for (unsigned seed = 1; seed <= 20; ++seed) {
-    testbed tb;
-    tb.rng.seed(seed);
-    tb.d = {{0.195e-3, 0.0009e-3}, {0.359e-3, 0.011e-3}};
-    tb.dispatch = 0.03e-3;
-    tb.jitter = 0.05;
+    testbed tb = seeded(seed, {{0.195e-3, 0.0009e-3}, {0.359e-3, 0.011e-3}}, 0.03e-3, 0.05);
     auto it = tb.tune(bench_iterative());
     INFO("seed " << seed << ": weights " << it.weights()[0] << " / " << it.weights()[1]);
     CHECK(it.weights() == std::vector<double>{100, 0});
