@@ -4,6 +4,7 @@
 # lists for it (libc/libm excepted), plus sinew-bench and its libraries
 # (as bench/device_run.sh prepare collects them). Run there as
 #   bash bench/device_profile.sh            # -> $OUT/profiles-16core.txt
+#   bash bench/device_profile.sh reduction  # mir_suite's Reduction, steal vs deal
 set -uo pipefail
 root=$PWD
 export LD_LIBRARY_PATH=$root/dev-perf SINEW_KERNELS_DIR=$root/graphs/kernels
@@ -21,6 +22,17 @@ record() {  # record TAG VARIANT BENCH ARGS...: where the time goes (flat, top 2
 }
 { echo "# perf on the 16-core device: $(nproc) cpus, $(uname -r), $($P --version 2>&1)"; \
   echo "# perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)"; date -u; } > "$out"
+if [ "${1:-}" = reduction ]; then
+  # Issue 3: mir_suite's Reduction under deal vs steal on one node (16 cores).
+  for v in "reduction steal+fine" "reduction deal+fine"; do
+    stat "$v" mir_suite --reps 400
+  done
+  for v in steal deal; do  # by thread: the submitting thread vs the workers
+    timeout 90 "$P" record -F 999 -g -o /tmp/red_$v.data -- "$B" mir_suite --reps 400 --variant "reduction $v+fine" > /dev/null 2>&1
+    log "$P" report -i /tmp/red_$v.data --no-children --sort comm,dso,symbol -g none --percent-limit 0.4 --stdio
+  done
+  exit 0
+fi
 # 1. Short single-unit maps: Segmentation 200^3, Sinew map vs tbb::parallel_for vs OpenMP.
 for v in "segmentation 200^3 sinew map" "segmentation 200^3 tbb::" "segmentation 200^3 openmp"; do
   stat "$v" workloads --reps 1000 --warmup 20

@@ -27,7 +27,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,71 +131,87 @@ std::string steady_state(const sinew::multi_device_stats& st, std::size_t units)
   return out;
 }
 
+const std::string paired_info = "t(exhaustive 1%) / t(iterative), median of paired rounds";
+
 struct result_times {
-  double best_single = 0, iterative = 0, optimum = 0;
+  double best_single = 0, iterative = 0, optimum = 0;  ///< medians (s)
+  double optimum_vs_iterative = 0;  ///< median over rounds of t(optimum) / t(iterative)
+  double single_vs_iterative = 0;   ///< the same for the best single device
 };
+
+/// Median over paired rounds of a[i] / b[i] (0 when there are none).
+double paired_median(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (b[i] > 0) r.push_back(a[i] / b[i]);
+  return r.empty() ? 0.0 : sb::summarize(r).median;
+}
 
 /// Measures every configuration of one workload. `run_once(g)` runs one unit
 /// through `g`; `check` verifies the output of the last run.
+///
+/// Every configuration is built (and the balancers tuned) first; then all
+/// are timed together, interleaved (rounds that run each once, the order
+/// rotating), so that the 16-core VM's drift -- its neighbours' steal time
+/// moved one variant's median by 30% from one block of runs to the next --
+/// hits every configuration alike, and the RATIO lines are medians of
+/// round-by-round ratios.
 result_times drive(sb::context& ctx, const std::string& tag, const dev_list& devs,
                    const std::function<void(sinew::graph&)>& run_once, const std::function<std::string()>& check,
                    const std::function<void()>& poison) {
-  auto ms = [](double s) { return s * 1e3; };
-  auto measure = [&](const std::string& name, sinew::graph& g, const std::string& note) -> const sb::series& {
-    return ctx.measure({.name = tag + name,
-                        .unit = "ms/unit",
-                        .better = sb::lower,
-                        .setup = poison,
-                        .run = [&] { run_once(g); },
-                        .to_metric = ms,
-                        .check = check,
-                        .note = note});
+  struct config {
+    std::string name, note;
+    sinew::balance_policy p;
+    sinew::balance_cache cache;
+    std::optional<sinew::node> m;
+    std::optional<sinew::graph> g;
   };
-  result_times r;
-  r.best_single = 1e300;
+  std::deque<config> cs;  // deque: graphs keep pointers to their cache
   // Each device alone.
   for (std::size_t i = 0; i < devs.size(); ++i) {
-    sinew::balance_cache cache;
-    sinew::graph g(sinew::multi_device_map({devs[i]}, sinew::balance::static_weights({1}), {.cache = &cache}));
-    const auto& s = measure(devs[i]->name() + " alone", g, "one device");
-    if (s.stats.n) r.best_single = std::min(r.best_single, s.time.median);
+    auto& c = cs.emplace_back();
+    c.name = devs[i]->name() + " alone";
+    c.note = "one device";
+    c.m = sinew::multi_device_map({devs[i]}, sinew::balance::static_weights({1}), {.cache = &c.cache});
   }
-  // All devices under each balancer; tuning first (real units), then the
-  // steady state is measured.
-  std::vector<double> equal(devs.size(), 1.0);
-  struct cfg {
-    std::string name;
-    sinew::balance_policy p;
-  };
-  std::vector<cfg> cfgs = {{"all, static equal", sinew::balance::static_weights(equal)},
-                           {"all, single-step", sinew::balance::single_step()},
-                           {"all, iterative", sinew::balance::iterative()},
-                           {"all, exhaustive 5%", sinew::balance::exhaustive(0.05)},
-                           {devs.size() <= 2 ? "all, optimum (exhaustive 1%)" : "all, optimum (exhaustive 2%)",
-                            sinew::balance::exhaustive(devs.size() <= 2 ? 0.01 : 0.02)}};
+  // All devices under each balancer.
   // 1% over 3 devices would be 5151 executions: 2% (1326) there.
-  // Real devices are noisy: every distribution a search tries is timed on
-  // two units and the times averaged (seed 001's default), so that a lucky
-  // sample neither ends the iterative search early nor wins the sweep.
-  // The steady state measures the split each balancer chose: stream
-  // re-tuning stays off. With it on, noisy share times (a device given a
-  // few rows takes microseconds, so its imbalance ratio swings widely)
-  // restarted searches in the middle of the timed runs — a 2-core run timed
-  // most of a new 1% sweep as "the optimum". Re-tuning has its own tests.
-  for (auto& c : cfgs)
+  const std::size_t singles = cs.size();
+  std::vector<double> equal(devs.size(), 1.0);
+  const std::pair<const char*, sinew::balance_policy> balancers[] = {
+      {"all, static equal", sinew::balance::static_weights(equal)},
+      {"all, single-step", sinew::balance::single_step()},
+      {"all, iterative", sinew::balance::iterative()},
+      {"all, exhaustive 5%", sinew::balance::exhaustive(0.05)},
+      {devs.size() <= 2 ? "all, optimum (exhaustive 1%)" : "all, optimum (exhaustive 2%)",
+       sinew::balance::exhaustive(devs.size() <= 2 ? 0.01 : 0.02)}};
+  for (const auto& [name, p] : balancers) {
+    auto& c = cs.emplace_back();
+    c.name = name;
+    c.p = p;
+    // Real devices are noisy: every distribution a search tries is timed on
+    // two units and the times averaged (seed 001's default), so that a lucky
+    // sample neither ends the iterative search early nor wins the sweep.
+    // The steady state measures the split each balancer chose: stream
+    // re-tuning stays off. With it on, noisy share times (a device given a
+    // few rows takes microseconds, so its imbalance ratio swings widely)
+    // restarted searches in the middle of the timed runs -- a 2-core run
+    // timed most of a new 1% sweep as "the optimum". Re-tuning has its own
+    // tests.
     if (c.p.kind != sinew::balance_kind::fixed) c.p.repeats = 2, c.p.retune = false;
-  for (auto& c : cfgs) {
-    sinew::balance_cache cache;
-    sinew::node m = sinew::multi_device_map(devs, c.p, {.cache = &cache});
-    sinew::graph g(m);
+    c.m = sinew::multi_device_map(devs, c.p, {.cache = &c.cache});
+  }
+  for (auto& c : cs) c.g.emplace(*c.m);
+  // Tuning first, on real units.
+  for (std::size_t k = singles; k < cs.size(); ++k) {
+    config& c = cs[k];
     double t0 = sb::now_seconds();
-    int runs = 0;
-    for (; !sinew::device_stats(m).tuned && runs < 20000; ++runs) {
+    for (int runs = 0; !sinew::device_stats(*c.m).tuned && runs < 20000; ++runs) {
       if (poison) poison();
-      run_once(g);
+      run_once(*c.g);
     }
     double tuning_s = sb::now_seconds() - t0;
-    auto st = sinew::device_stats(m);
+    auto st = sinew::device_stats(*c.m);
     std::string w;
     for (std::size_t i = 0; i < st.weights.size(); ++i) {
       char b[64];
@@ -211,12 +229,40 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
              sb::format_double(st.fits[i].per_percent * 1e3, 4) + " ms/%";
       ctx.note(tag + c.name + ": fitted share times " + f);
     }
-    const auto& s = measure(c.name, g, "tuned: " + std::to_string(st.tuning_executions) + " tuning execs");
-    if (!s.stats.n) continue;
-    ctx.note(tag + c.name + ": " + steady_state(sinew::device_stats(m), std::size_t(ctx.reps())));
-    if (c.p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median;
-    if (c.p.kind == sinew::balance_kind::exhaustive && c.p.step < 0.03) r.optimum = s.time.median;
+    c.note = "tuned: " + std::to_string(st.tuning_executions) + " tuning execs";
   }
+  // Then the steady state of every configuration, interleaved.
+  std::vector<sb::variant> vs;
+  for (auto& c : cs) {
+    sinew::graph* g = &*c.g;
+    vs.push_back({.name = tag + c.name,
+                  .unit = "ms/unit",
+                  .better = sb::lower,
+                  .setup = poison,
+                  .run = [&run_once, g] { run_once(*g); },
+                  .to_metric = [](double s) { return s * 1e3; },
+                  .check = check,
+                  .note = c.note});
+  }
+  const auto ser = ctx.measure_interleaved(vs);
+  result_times r;
+  r.best_single = 1e300;
+  const sb::series* best = nullptr;
+  const sb::series* iterative = nullptr;
+  const sb::series* optimum = nullptr;
+  for (std::size_t k = 0; k < cs.size(); ++k) {
+    const sb::series& s = *ser[k];
+    if (!s.stats.n) continue;
+    if (k < singles) {
+      if (s.time.median < r.best_single) r.best_single = s.time.median, best = &s;
+      continue;
+    }
+    ctx.note(tag + cs[k].name + ": " + steady_state(sinew::device_stats(*cs[k].m), std::size_t(ctx.reps())));
+    if (cs[k].p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median, iterative = &s;
+    if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) r.optimum = s.time.median, optimum = &s;
+  }
+  if (iterative && optimum) r.optimum_vs_iterative = paired_median(optimum->seconds, iterative->seconds);
+  if (iterative && best) r.single_vs_iterative = paired_median(best->seconds, iterative->seconds);
   return r;
 }
 
@@ -242,12 +288,11 @@ void run_series(sb::context& ctx) {
     return {};
   };
   auto r = drive(ctx, "", devs, run_once, check, [&] { out.clear(); });
-  if (r.iterative > 0 && r.optimum > 0)
-    ctx.ratio("multidevice_series_iterative_vs_optimum", r.optimum / r.iterative, 0.95, sb::higher,
-              "exhaustive-1% time / iterative time (medians)");
-  if (r.iterative > 0 && r.best_single < 1e300)
-    ctx.ratio("multidevice_series_all_vs_best_single", r.best_single / r.iterative, 1.0, sb::higher,
-              "best single device time / all devices (iterative) time");
+  if (r.optimum_vs_iterative > 0)
+    ctx.ratio("multidevice_series_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, paired_info);
+  if (r.single_vs_iterative > 0)
+    ctx.ratio("multidevice_series_all_vs_best_single", r.single_vs_iterative, 1.0, sb::higher,
+              "t(best single device) / t(all devices, iterative), median of paired rounds");
 }
 
 // ------------------------------------------------------------------- saxpy
@@ -273,9 +318,8 @@ void run_saxpy(sb::context& ctx) {
     return {};
   };
   auto r = drive(ctx, "", devs, run_once, check, [&] { std::fill(z.begin(), z.end(), -7.0f); });
-  if (r.iterative > 0 && r.optimum > 0)
-    ctx.ratio("multidevice_saxpy_iterative_vs_optimum", r.optimum / r.iterative, 0.95, sb::higher,
-              "exhaustive-1% time / iterative time (medians)");
+  if (r.optimum_vs_iterative > 0)
+    ctx.ratio("multidevice_saxpy_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, paired_info);
 }
 
 // -------------------------------------------------------------- unbalanced
@@ -309,9 +353,9 @@ void run_unbalanced(sb::context& ctx) {
     };
     const std::string tag = "nz " + std::to_string(pct) + "%: ";
     auto r = drive(ctx, tag, devs, run_once, check, [&] { std::fill(out.data(), out.data() + out.shape().count(), -1.0f); });
-    if (r.iterative > 0 && r.optimum > 0)
-      ctx.ratio("multidevice_unbalanced_" + std::to_string(pct) + "_iterative_vs_optimum", r.optimum / r.iterative,
-                0.95, sb::higher, "non-zero fraction " + std::to_string(pct) + "%: exhaustive-1% / iterative time");
+    if (r.optimum_vs_iterative > 0)
+      ctx.ratio("multidevice_unbalanced_" + std::to_string(pct) + "_iterative_vs_optimum", r.optimum_vs_iterative,
+                0.95, sb::higher, "non-zero fraction " + std::to_string(pct) + "%: " + paired_info);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -69,11 +70,35 @@ using u128 = unsigned __int128;
 }  // namespace
 
 struct deal_scheduler::impl {
-  // One node: its queue and its workers' sleep words.
-  struct alignas(64) node_queue {
-    workers::spin_lock m;                         // workers only try it (worker_common.hpp)
-    std::deque<task*> q;                          // push_front, take from the back
+  // A shard of a node's queue (see node_queue).
+  struct alignas(64) shard {
+    workers::spin_lock m;                          // workers only try it (worker_common.hpp)
+    std::deque<task*> q;                           // push_front, take from the back
     alignas(64) std::atomic<std::size_t> size{0};  // mirrors q.size() for lock-free looks
+  };
+
+  // One node: its queue and its workers' sleep words. The queue Algorithms
+  // 1 and 2 speak of is one FIFO per node; it is kept as one locked shard per
+  // worker of the node, so that a thread pushing a burst (an outside
+  // thread's task_group, a map's segments) meets at most one worker on each
+  // lock instead of all of them on one. (One lock per node cost the one-node
+  // 16-core machine ~5% on mir_suite's Reduction, whose 2,047 tasks an
+  // outside thread submits one by one; a shared length counter that every
+  // push incremented, ~9%: idle workers read it in their back-off, so each
+  // push waited for its cache line.) Pushes go round-robin over the shards
+  // (a worker's own pushes to its node: its own shard); a take starts at the
+  // taker's shard; each shard is FIFO, the node's queue as a whole nearly so.
+  // Algorithm 2's threshold reads the queue's length as the sum of the
+  // shards' sizes.
+  struct alignas(64) node_queue {
+    std::vector<std::unique_ptr<shard>> shards;  // one per worker of the node (at least one)
+    // The queue's length: the sum of the shards' (no lock; exact when no
+    // push or take runs meanwhile).
+    std::size_t length(std::memory_order o = std::memory_order_relaxed) const noexcept {
+      std::size_t n = 0;
+      for (const auto& sh : shards) n += sh->size.load(o);
+      return n;
+    }
     workers::parking_lot lot;  // the node's searching and parked workers
     alignas(64) std::atomic<std::uint32_t> loop_waiters{0};  // workers sleeping in parallel_for
     alignas(64) std::atomic<std::uint32_t> loop_epoch{0};    // their futex word
@@ -88,10 +113,10 @@ struct deal_scheduler::impl {
   struct alignas(64) worker : workers::worker_counters {
     // The halves of the parallel_for blocks this worker splits, and on a
     // one-node topology the tasks it submits: a Chase-Lev deque as in
-    // `steal`, which only workers of its node take from. (One locked FIFO
-    // per node for every task cost the 16-core one-node machine 10x on
-    // map_dispatch and spawn trees; the node FIFOs keep what Algorithms 1
-    // and 2 are about: dealt tasks and what other nodes may steal.)
+    // `steal`, which only workers of its node take from. (The node queue
+    // for every task cost the 16-core one-node machine 10x on map_dispatch
+    // and spawn trees; the node queues keep what Algorithms 1 and 2 are
+    // about: dealt tasks and what other nodes may steal.)
     detail::chase_lev_deque<task*> dq;
     std::thread th;
     unsigned index = 0;
@@ -128,7 +153,7 @@ struct deal_scheduler::impl {
     return (w && w->owner == this) ? w : nullptr;
   }
 
-  int outside_node() noexcept { return int(rr.fetch_add(1, std::memory_order_relaxed) % N); }
+  int outside_node() noexcept { return N == 1 ? 0 : int(rr.fetch_add(1, std::memory_order_relaxed) % N); }
 
   // ------------------------------------------------------------ decisions
 
@@ -194,7 +219,7 @@ struct deal_scheduler::impl {
   // q wakes one loop waiter of q so it can help. Outside threads waiting
   // for an injected parallel_for use ext_waiters / ext_epoch.
 
-  void announce_work(int q, std::size_t len) noexcept {
+  void announce_work(int q) noexcept {
     node_queue& Q = *nodes[std::size_t(q)];
     detail::seq_cst_fence();  // P2
     if (const int k = Q.lot.wake_one()) {  // P3
@@ -208,6 +233,7 @@ struct deal_scheduler::impl {
       return;
     }
     // Nearest node (in q's vicinity) whose workers may steal from q now.
+    const std::size_t len = Q.steal_order.empty() ? 0 : Q.length();
     for (int n : Q.steal_order) {
       if (!may_steal(n, q, len)) continue;
       if (const int k = nodes[std::size_t(n)]->lot.wake_one()) {
@@ -221,14 +247,14 @@ struct deal_scheduler::impl {
   // Up to m parked workers of q are woken, less those of q searching; with
   // none parked there, the single-push rule applies (a loop waiter of q, or
   // a near node the threshold lets steal).
-  void announce_work_n(int q, std::size_t m, std::size_t len) noexcept {
+  void announce_work_n(int q, std::size_t m) noexcept {
     node_queue& Q = *nodes[std::size_t(q)];
     detail::seq_cst_fence();  // P2
     if (const int k = Q.lot.wake_n(m)) {
       sc.count_wakes(k);
       return;
     }
-    announce_work(q, len);
+    announce_work(q);
   }
 
   // W found work while searching: if it was its node's last searcher and
@@ -236,16 +262,15 @@ struct deal_scheduler::impl {
   void found_while_searching(worker& w) noexcept {
     node_queue& Q = *nodes[std::size_t(w.node)];
     if (Q.lot.stop_searching(w.park) && work_visible(w))
-      announce_work(w.node, Q.size.load(std::memory_order_relaxed));
+      announce_work(w.node);
   }
 
-  // Pushes tasks [first, last) to q in one step; returns the queue length.
-  std::size_t push_all(int q, task* const* first, task* const* last) {
+  // Pushes tasks [first, last) to q, the i-th to shard i: each woken worker
+  // of q finds one in its own shard.
+  void push_all(int q, task* const* first, task* const* last) {
     node_queue& Q = *nodes[std::size_t(q)];
-    std::lock_guard<workers::spin_lock> lk(Q.m);
-    for (; first != last; ++first) Q.q.push_front(*first);
-    Q.size.store(Q.q.size(), std::memory_order_relaxed);
-    return Q.q.size();
+    const std::size_t S = Q.shards.size();
+    for (std::size_t i = 0; first != last; ++first, ++i) push_shard(*Q.shards[i % S], *first);
   }
 
   void announce_loop_done() noexcept {
@@ -271,55 +296,57 @@ struct deal_scheduler::impl {
 
   // ------------------------------------------------------------ queues
 
-  // Enqueues t on q; returns the queue length.
-  std::size_t enqueue(int q, task* t) {
+  static void push_shard(shard& sh, task* t) {
+    std::lock_guard<workers::spin_lock> lk(sh.m);
+    sh.q.push_front(t);
+    sh.size.store(sh.q.size(), std::memory_order_relaxed);
+  }
+
+  // Enqueues t on q (w: the pushing worker, or null): w's own shard when q
+  // is w's node, else the next shard of this thread's round-robin.
+  void enqueue(int q, task* t, const worker* w) {
     node_queue& Q = *nodes[std::size_t(q)];
-    std::lock_guard<workers::spin_lock> lk(Q.m);
-    Q.q.push_front(t);
-    const std::size_t len = Q.q.size();
-    Q.size.store(len, std::memory_order_relaxed);
-    return len;
+    thread_local unsigned next = unsigned(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const std::size_t k = w && w->node == q ? w->rank : next++;
+    push_shard(*Q.shards[k % Q.shards.size()], t);
   }
 
-  void push(int q, task* t) { announce_work(q, enqueue(q, t)); }
+  void push(int q, task* t, const worker* w) {
+    enqueue(q, t, w);
+    announce_work(q);
+  }
 
-  // Takes the oldest task of node v's queue if `ok(len)` holds under the
-  // lock. A worker never waits for the lock: taken, it reports `contended`.
+  // Takes the oldest task of a shard of node v's queue, the shards looked at
+  // from `first` on, while `ok(queue length)` holds; with `share`, also half
+  // the rest of that shard (at most 31) onto share's deque, where the node's
+  // other workers may steal them (one lock for many tasks, as `steal` takes
+  // from its injection shards). A worker never waits for a lock: a shard
+  // whose lock is taken is skipped and reported as `contended`.
   template <class Ok>
-  task* take(int v, Ok ok, bool& contended) {
+  task* take(int v, std::size_t first, Ok ok, bool& contended, worker* share = nullptr) {
     node_queue& Q = *nodes[std::size_t(v)];
-    if (!Q.m.try_lock()) {
-      contended = true;
-      return nullptr;
+    const std::size_t S = Q.shards.size();
+    for (std::size_t j = 0; j < S; ++j) {
+      shard& sh = *Q.shards[(first + j) % S];
+      if (sh.size.load(std::memory_order_relaxed) == 0) continue;
+      if (!ok(Q.length())) return nullptr;
+      if (!sh.m.try_lock()) {
+        contended = true;
+        continue;
+      }
+      std::lock_guard<workers::spin_lock> lk(sh.m, std::adopt_lock);
+      if (sh.q.empty() || !ok(Q.length())) continue;
+      task* t = sh.q.back();
+      sh.q.pop_back();
+      if (share)
+        for (std::size_t k = std::min<std::size_t>(sh.q.size() / 2, 31); k > 0; --k) {
+          share->dq.push(sh.q.back());
+          sh.q.pop_back();
+        }
+      sh.size.store(sh.q.size(), std::memory_order_relaxed);
+      return t;
     }
-    std::lock_guard<workers::spin_lock> lk(Q.m, std::adopt_lock);
-    if (Q.q.empty() || !ok(Q.q.size())) return nullptr;
-    task* t = Q.q.back();
-    Q.q.pop_back();
-    Q.size.store(Q.q.size(), std::memory_order_relaxed);
-    return t;
-  }
-
-  // One node (nothing to deal or steal across nodes): the oldest task of the
-  // node's FIFO and a share of the rest (half, at most 31) onto w's deque,
-  // where the node's other workers may steal them -- as `steal` takes from
-  // its injection shards: one lock for many tasks.
-  task* take_share(worker& w, bool& contended) {
-    node_queue& Q = *nodes[std::size_t(w.node)];
-    if (!Q.m.try_lock()) {
-      contended = true;
-      return nullptr;
-    }
-    std::lock_guard<workers::spin_lock> lk(Q.m, std::adopt_lock);
-    if (Q.q.empty()) return nullptr;
-    task* t = Q.q.back();
-    Q.q.pop_back();
-    for (std::size_t k = std::min<std::size_t>(Q.q.size() / 2, 31); k > 0; --k) {
-      w.dq.push(Q.q.back());
-      Q.q.pop_back();
-    }
-    Q.size.store(Q.q.size(), std::memory_order_relaxed);
-    return t;
+    return nullptr;
   }
 
   // Algorithm 2 for worker w. `contended`: a queue that looked stealable
@@ -329,8 +356,11 @@ struct deal_scheduler::impl {
     node_queue& own = *nodes[std::size_t(n)];
     task* t = nullptr;
     if (w.dq.pop(t)) return t;
-    if (own.size.load(std::memory_order_relaxed) != 0)
-      if (task* x = N == 1 ? take_share(w, contended) : take(n, [](std::size_t) { return true; }, contended)) {
+    if (own.length() != 0)
+      // One node: with a share onto w's deque (nothing to deal or steal
+      // across nodes); else one task, the rest stays where other nodes'
+      // workers may steal it.
+      if (task* x = take(n, w.rank, [](std::size_t) { return true; }, contended, N == 1 ? &w : nullptr)) {
         if (x->submitter >= 0 && x->submitter != int(w.index) &&
             workers[std::size_t(x->submitter)]->node == n)
           w.steals_same.fetch_add(1, std::memory_order_relaxed);
@@ -351,22 +381,22 @@ struct deal_scheduler::impl {
     const bool drain = stopping.load(std::memory_order_relaxed);
     if (drain) {
       for (std::size_t v = 0; v < N; ++v)
-        if (nodes[v]->size.load(std::memory_order_relaxed) != 0)
-          if (task* x = take(int(v), [](std::size_t) { return true; }, contended)) return x;
+        if (nodes[v]->length() != 0)
+          if (task* x = take(int(v), w.index, [](std::size_t) { return true; }, contended)) return x;
       for (auto& v : workers)
         if (!v->dq.empty_approx() && v->dq.steal(t) == detail::chase_lev_deque<task*>::steal_result::success)
           return t;
       return nullptr;
     }
     for (int v : own.steal_order) {
-      std::size_t len = nodes[std::size_t(v)]->size.load(std::memory_order_relaxed);
+      std::size_t len = nodes[std::size_t(v)]->length();
       if (len == 0) continue;
       w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
       if (!may_steal(n, v, len)) {
         w.refused.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      if (task* x = take(v, [&](std::size_t l) { return may_steal(n, v, l); }, contended)) {
+      if (task* x = take(v, w.index, [&](std::size_t l) { return may_steal(n, v, l); }, contended)) {
         w.steals_remote.fetch_add(1, std::memory_order_relaxed);
         if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
           trace::emit_instant("steal", "steal", trace::now_ns(), {{"from_node", v}, {"to", w.index}});
@@ -381,12 +411,12 @@ struct deal_scheduler::impl {
   // re-check; takes nothing).
   bool work_visible(const worker& w) const noexcept {
     const int n = w.node;
-    if (nodes[std::size_t(n)]->size.load(std::memory_order_relaxed) != 0) return true;
+    if (nodes[std::size_t(n)]->length() != 0) return true;
     for (unsigned k : nodes[std::size_t(n)]->members)
       if (!workers[k]->dq.empty_approx()) return true;
     const bool drain = stopping.load(std::memory_order_relaxed);
     for (std::size_t v = 0; v < N; ++v) {
-      std::size_t len = nodes[v]->size.load(std::memory_order_relaxed);
+      std::size_t len = nodes[v]->length();
       if (len != 0 && (drain || may_steal(n, int(v), len))) return true;
     }
     return false;
@@ -421,22 +451,29 @@ struct deal_scheduler::impl {
 
   // Exponential back-off step `d` (ns) of worker w: up to 2 us it spins,
   // longer it yields the core between looks; either way it ends as soon as
-  // w's own node queue holds a task. (A timed sleep here cost the 16-core
-  // one-node machine a quarter of mir_suite's map: sleep_for(4 us) sleeps
-  // ~60 us, and a push wakes only futex sleepers, so tasks waited for
-  // workers that were dozing in their back-off.)
-  void backoff_wait(const worker& w, std::uint64_t d) const noexcept {
-    const std::atomic<std::size_t>& own = nodes[std::size_t(w.node)]->size;
+  // work shows up on w's node (a shard of its queue or a deque of one of its
+  // workers) and then returns true: the step was cut short, and the caller
+  // retries it rather than doubling it, since a look that loses the race
+  // for the task that ended the wait says nothing about how long work stays
+  // away. (A timed sleep here cost the one-node machine a quarter of
+  // mir_suite's map: sleep_for(4 us) sleeps ~60 us, and a push wakes only
+  // futex sleepers.)
+  bool backoff_wait(const worker& w, std::uint64_t d) const noexcept {
+    const node_queue& Q = *nodes[std::size_t(w.node)];
     const std::uint64_t end = now_ns() + d;
     const bool spin = d <= 2'000;
     do {
-      if (own.load(std::memory_order_relaxed) != 0) return;
+      for (const auto& sh : Q.shards)
+        if (sh->size.load(std::memory_order_relaxed) != 0) return true;
+      for (unsigned k : Q.members)
+        if (!workers[k]->dq.empty_approx()) return true;
       if (spin) {
         for (int i = 0; i < 8; ++i) cpu_relax();
       } else {
         std::this_thread::yield();
       }
     } while (now_ns() < end);
+    return false;
   }
 
   std::uint64_t bmin() const noexcept { return std::uint64_t(std::max<std::int64_t>(1, opt.backoff_min.count())); }
@@ -459,8 +496,8 @@ struct deal_scheduler::impl {
       if (d <= bmax()) {
         // Short waits only: the loop may end any moment (and no wake comes
         // during a timed back-off).
-        if (d <= 2'000) backoff_wait(w, d);
-        else std::this_thread::yield();
+        if (d > 2'000) std::this_thread::yield();
+        else if (backoff_wait(w, d)) continue;  // cut short: the same step again
         d *= 2;
         continue;
       }
@@ -513,8 +550,7 @@ struct deal_scheduler::impl {
       if (contended) continue;
       Q.lot.start_searching(w.park);
       if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
-        backoff_wait(w, d);  // exponential back-off of Algorithm 2
-        d *= 2;
+        if (!backoff_wait(w, d)) d *= 2;  // exponential back-off of Algorithm 2
         continue;
       }
       // Park (protocol above).
@@ -528,7 +564,7 @@ struct deal_scheduler::impl {
           // Leaving searching in prepare_park may have made W its node's
           // last searcher: more visible work gets a worker of its own.
           if (popped) found_while_searching(w);
-          else if (work_visible(w)) announce_work(w.node, Q.size.load(std::memory_order_relaxed));
+          else if (work_visible(w)) announce_work(w.node);
           run_task(w, t);
           d = bmin();
           continue;
@@ -551,7 +587,7 @@ struct deal_scheduler::impl {
 
   bool all_empty() const noexcept {
     for (const auto& Q : nodes)
-      if (Q->size.load(std::memory_order_seq_cst) != 0) return false;
+      if (Q->length(std::memory_order_seq_cst) != 0) return false;
     for (const auto& w : workers)
       if (!w->dq.empty_approx()) return false;
     return true;
@@ -618,6 +654,9 @@ deal_scheduler::deal_scheduler(const topology& t, deal_options o)
       p.nodes[n]->members.push_back(w->index);
       p.workers.push_back(std::move(w));
     }
+  for (auto& q : p.nodes)
+    for (std::size_t k = 0; k < std::max<std::size_t>(1, q->members.size()); ++k)
+      q->shards.push_back(std::make_unique<impl::shard>());
   try {
     for (auto& w : p.workers) {
       impl::worker* wp = w.get();
@@ -639,7 +678,8 @@ deal_scheduler::~deal_scheduler() {
   for (auto& w : p_->workers) w->th.join();
   // Only a submit racing with the destructor (undefined) can leave tasks.
   for (auto& Q : p_->nodes)
-    for (task* t : Q->q) delete t;
+    for (auto& sh : Q->shards)
+      for (task* t : sh->q) delete t;
 }
 
 unsigned deal_scheduler::concurrency() const noexcept { return unsigned(p_->workers.size()); }
@@ -740,9 +780,9 @@ void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_
   // to its own deque (the fast path of `steal`); else the node's FIFO.
   if (w && p.N == 1) {
     w->dq.push(t);
-    p.announce_work(node, 1);
+    p.announce_work(node);
   } else {
-    p.push(node, t);
+    p.push(node, t, w);
   }
 }
 
@@ -791,8 +831,8 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
       segs.push_back(t);
     }
     if (parts > first_pushed) {
-      const std::size_t len = p.push_all(q, segs.data() + first_pushed, segs.data() + parts);
-      p.announce_work_n(q, parts - first_pushed, len);
+      p.push_all(q, segs.data() + first_pushed, segs.data() + parts);
+      p.announce_work_n(q, parts - first_pushed);
     }
     if (w) {
       if (!away) p.run_task(*w, segs[0]);  // halves onto our node's queue, runs the leftmost block
