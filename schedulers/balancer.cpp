@@ -509,7 +509,55 @@ std::vector<double> balance_tuner::next_weights(const std::vector<double>& t, co
       return w;
     }
   }
+  if (p_.bracket && !restarting)
+    if (auto w = bracket_step(v)) return *std::move(w);
   return balance::adaptive_weights(t, v, iter_, w_prev_, p_.threshold, p_.relax);
+}
+
+std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector<double>& v) {
+  // Two devices a < b with shares: f(x) = t_a - t_b over a's share x grows
+  // with x (more rows for a, fewer for b), so the splits measured with
+  // f < 0 and f > 0 nearest each other bracket the balance point -- also
+  // when a device's time has a kink there (the unbalanced kernel: zeros
+  // above, work below), where the seed's proportional step overshoots back
+  // and forth and the fitted line does not hold.
+  std::size_t a = n_, b = n_, active = 0;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (v[i] > 0) (a == n_ ? a : b) = i, ++active;
+  if (active != 2) return std::nullopt;
+  const execution* lo = nullptr;  // f < 0, largest x
+  const execution* hi = nullptr;  // f > 0, smallest x
+  for (const auto& e : hist_) {
+    if (e.v[a] <= 0 || e.v[b] <= 0 || e.v[a] + e.v[b] < 100 - 1e-6) continue;  // another device set
+    const double f = e.t[a] - e.t[b];
+    if (f < 0 && (!lo || e.v[a] > lo->v[a])) lo = &e;
+    if (f > 0 && (!hi || e.v[a] < hi->v[a])) hi = &e;
+  }
+  if (!lo || !hi || !(lo->v[a] < hi->v[a])) return std::nullopt;  // no bracket (or noise crossed it)
+  const double x0 = lo->v[a], x1 = hi->v[a], width = x1 - x0;
+  double res = 0.5;  // a share percent; at least one granule of either device
+  if (rows_ > 0)
+    for (std::size_t i : {a, b}) res = std::max(res, 100.0 * double(gran_[i]) / double(rows_));
+  std::vector<double> w(n_, 0.0);
+  if (width <= res) {
+    const execution* best = lo->unit <= hi->unit ? lo : hi;
+    bracket_done_ = true;
+    bracket_imb_ = best->imb;
+    w[a] = best->v[a];
+    w[b] = best->v[b];
+    return w;
+  }
+  // Secant step, kept a tenth of the bracket away from its ends; bisection
+  // when the last step did not halve the bracket (a secant that keeps
+  // landing beside the same end: a kink).
+  const double f0 = lo->t[a] - lo->t[b], f1 = hi->t[a] - hi->t[b];
+  double x = x0 + width * (-f0) / (f1 - f0);
+  if (bracket_width_ > 0 && width > bracket_width_ / 2) x = x0 + width / 2;
+  x = std::clamp(x, x0 + width / 10, x1 - width / 10);
+  bracket_width_ = width;
+  w[a] = x;
+  w[b] = 100 - x;
+  return w;
 }
 
 void balance_tuner::record_set(const std::vector<double>& v, double unit, double imb) {
@@ -530,7 +578,10 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
   const double makespan = unit;
   const double best_before = best_w_.empty() ? std::numeric_limits<double>::infinity() : best_time_;
   if (best_w_.empty() || makespan < best_time_) best_time_ = makespan, best_w_ = w_, best_imb_ = last_imb_;
-  if (p_.kind == balance_kind::iterative) record_points(t, v), record_set(v, makespan, last_imb_);
+  if (p_.kind == balance_kind::iterative) {
+    record_points(t, v), record_set(v, makespan, last_imb_);
+    hist_.push_back({v, t, makespan, last_imb_});
+  }
 
   switch (phase_) {
     case phase::first: {
@@ -577,7 +628,9 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
       } else {
         ++iter_;
         std::vector<double> w = next_weights(t, v, false);
-        if (same_split(w, v)) {
+        if (bracket_done_) {
+          conclude(std::move(w), bracket_imb_);  // the faster end of a narrow bracket
+        } else if (same_split(w, v)) {
           conclude(best_w_, best_imb_);  // a fixed point: the next distribution is the one just run
         } else {
           w_ = std::move(w);
@@ -687,6 +740,9 @@ void balance_tuner::conclude(std::vector<double> w, double imb) {
 
 void balance_tuner::restart(const std::vector<double>& t, const std::vector<double>& v) {
   best_w_.clear();
+  hist_.clear();
+  bracket_width_ = 0;
+  bracket_done_ = false;
   dropped_.clear();
   sets_.clear();
   probed_.clear();

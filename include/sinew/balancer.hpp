@@ -26,6 +26,12 @@
 ///   before ending, sets of one device less that the fits see within
 ///   `verify_gain` (or that drop a share below it) are measured, and the
 ///   fastest measured set is kept (docs/balancing.md, "Verified device sets").
+///   When the fits do not agree (work not uniform over the rows) and two
+///   devices share the unit, measured splits on both sides of equal times
+///   bracket the balance point: the next split is a safeguarded secant step
+///   inside the bracket (bisection when the bracket stopped halving), and
+///   the search ends when the bracket is narrower than half a percent or a
+///   split granule, on the faster end (docs/balancing.md, "Bracketing").
 /// - `balance::exhaustive(step)`: every split at `step` (5% default; 1% is the
 ///   oracle the tests compare with), keeping the fastest.
 ///
@@ -82,6 +88,11 @@ struct balance_policy {
   unsigned max_iterations = 10;
   /// `iterative`: relaxation on (seed 001: without it the search oscillated).
   bool relax = true;
+  /// `iterative`: with two devices, once measured splits bracket equal share
+  /// times and the fitted lines do not hold, step inside the bracket
+  /// (secant, bisection when it stops halving) instead of seed 001's
+  /// proportional step. false = the seed's step alone.
+  bool bracket = true;
   /// `iterative`: fit each device's time as `a + b·v` (a fixed cost per
   /// execution plus a part proportional to its share) from two executions
   /// at different shares, balance the fitted times and drop devices that do
@@ -231,6 +242,10 @@ class balance_tuner {
   /// The next weights of the iterative search (iter_ already counted).
   std::vector<double> next_weights(const std::vector<double>& t, const std::vector<double>& v, bool restarting);
   bool same_split(const std::vector<double>& w, const std::vector<double>& v) const;
+  /// The bracketed step of two devices (see balance::iterative); nullopt
+  /// when there is no bracket. Sets bracket_done_ when the bracket is
+  /// narrow enough (the returned weights: its faster end).
+  std::optional<std::vector<double>> bracket_step(const std::vector<double>& v);
 
   balance_policy p_;
   std::size_t n_;
@@ -271,6 +286,16 @@ class balance_tuner {
   std::vector<std::size_t> dropped_;   // dropped by the last step: kept only if the unit got faster
   std::vector<std::size_t> gran_;
   std::size_t rows_ = 0;               // rows of the last unit reported
+  // iterative: every execution of this search (shares %, share times,
+  // unit time, imbalance), for the bracketed step
+  struct execution {
+    std::vector<double> v, t;
+    double unit, imb;
+  };
+  std::vector<execution> hist_;
+  double bracket_width_ = 0;  // the bracket at the previous bracketed step (0: none)
+  bool bracket_done_ = false;
+  double bracket_imb_ = 0;
   // tuned: makespan baseline (slowest of the first retune_after + 1 tuned
   // units) for devices at 0%, whose imbalance cannot show
   double base_ms_ = 0;
