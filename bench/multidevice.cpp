@@ -231,18 +231,43 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     }
     c.note = "tuned: " + std::to_string(st.tuning_executions) + " tuning execs";
   }
-  // Then the steady state of every configuration, interleaved.
+  // Then the steady state of every configuration, interleaved, each on a
+  // fresh graph with its tuned weights fixed -- one graph per distinct split,
+  // so that configurations that chose the same split run the same graph. (On
+  // the tuned graphs themselves, two balancers that chose the same split
+  // differed by up to 10% in a 16-core run: state left by the different
+  // tuning histories, not the split: 2026-11-24-16core-opencl-3610e58, nz 50%
+  // and 100%.)
+  struct split {
+    std::vector<double> w;
+    sinew::balance_cache cache;
+    std::optional<sinew::node> m;
+    std::optional<sinew::graph> g;
+  };
+  std::deque<split> splits;
+  std::vector<split*> split_of(cs.size(), nullptr);
+  for (std::size_t k = singles; k < cs.size(); ++k) {
+    const std::vector<double> w = sinew::device_stats(*cs[k].m).weights;
+    for (auto& sp : splits)
+      if (sp.w == w) split_of[k] = &sp;
+    if (split_of[k]) continue;
+    auto& sp = splits.emplace_back();
+    sp.w = w;
+    sp.m = sinew::multi_device_map(devs, sinew::balance::static_weights(w), {.cache = &sp.cache});
+    sp.g.emplace(*sp.m);
+    split_of[k] = &sp;
+  }
   std::vector<sb::variant> vs;
-  for (auto& c : cs) {
-    sinew::graph* g = &*c.g;
-    vs.push_back({.name = tag + c.name,
+  for (std::size_t k = 0; k < cs.size(); ++k) {
+    sinew::graph* g = k < singles ? &*cs[k].g : &*split_of[k]->g;
+    vs.push_back({.name = tag + cs[k].name,
                   .unit = "ms/unit",
                   .better = sb::lower,
                   .setup = poison,
                   .run = [&run_once, g] { run_once(*g); },
                   .to_metric = [](double s) { return s * 1e3; },
                   .check = check,
-                  .note = c.note});
+                  .note = cs[k].note});
   }
   const auto ser = ctx.measure_interleaved(vs);
   result_times r;
@@ -257,7 +282,7 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
       if (s.time.median < r.best_single) r.best_single = s.time.median, best = &s;
       continue;
     }
-    ctx.note(tag + cs[k].name + ": " + steady_state(sinew::device_stats(*cs[k].m), std::size_t(ctx.reps())));
+    ctx.note(tag + cs[k].name + ": " + steady_state(sinew::device_stats(*split_of[k]->m), std::size_t(ctx.reps())));
     if (cs[k].p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median, iterative = &s;
     if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) r.optimum = s.time.median, optimum = &s;
   }

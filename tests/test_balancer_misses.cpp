@@ -194,7 +194,7 @@ TEST_CASE("iterative leaves a fixed-cost GPU idle on the unbalanced kernel at 0 
 }
 
 TEST_CASE("iterative finds the kink of the unbalanced kernel at 25 percent, through noise", "[balance]") {
-  // 16-core nz 25% (2026-11-24, bench/results/2026-11-24-16core-opencl-e57eae7):
+  // 16-core nz 25% (2026-11-24, bench/results/2026-11-24-16core-opencl-interleaved):
   // the host's top rows are zeros (0.09 ms + 0.0006 ms/%) up to 75%, then
   // every percent of non-zero rows costs it ~1 ms; the GPU (bottom rows)
   // 0.36 ms + 0.0076 ms/%. The optimum sits just past the kink (host
