@@ -127,8 +127,8 @@ class context {
   /// --variant is not run: its series has no samples (stats.n == 0).
   const series& measure(const variant& v);
   /// Several variants measured together: warm-up run(s) of each, then
-  /// `reps()` rounds that run every variant once, the order rotating from
-  /// round to round. Slow drifts of the machine (other load, clock
+  /// `reps()` rounds that run every variant once, each round in a shuffled
+  /// order (fixed seed), so that no variant always follows the same one. Slow drifts of the machine (other load, clock
   /// frequency) then hit all variants alike, and `seconds[i]` of the
   /// returned series are paired: all from round i (compare them round by
   /// round). Variants excluded by --variant are not run (empty series).

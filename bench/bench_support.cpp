@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <numeric>
+#include <random>
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
@@ -130,12 +132,20 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
       if (progress) std::fprintf(stderr, "\r\033[K  [%s] %s: warm-up", r_.name.c_str(), vs[i].name.c_str());
       for (int w = 0; w < cfg_.warmup; ++w) one(i, false);
     }
+  // Each round in a new order (shuffled, fixed seed: runs are repeatable).
+  // A rotation would keep the cyclic order: every variant would always
+  // follow the same one and inherit its after-effects (a GPU left idle by
+  // the previous variant's host-only unit, caches it filled). Suspected in
+  // a 16-core multidevice_unbalanced run where two near-identical splits
+  // differed by 11%.
+  std::vector<std::size_t> order(vs.size());
+  std::iota(order.begin(), order.end(), std::size_t(0));
+  std::mt19937 rng(std::uint32_t(std::hash<std::string>{}(r_.name)));
   for (int r = 0; r < cfg_.reps; ++r) {
     if (progress) std::fprintf(stderr, "\r\033[K  [%s] %zu variants: round %d/%d", r_.name.c_str(), vs.size(), r + 1, cfg_.reps);
-    for (std::size_t j = 0; j < vs.size(); ++j) {
-      std::size_t i = (j + std::size_t(r)) % vs.size();
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order)
       if (on[i]) one(i, true);
-    }
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   std::vector<const series*> out;

@@ -235,9 +235,8 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   // fresh graph with its tuned weights fixed -- one graph per distinct split,
   // so that configurations that chose the same split run the same graph. (On
   // the tuned graphs themselves, two balancers that chose the same split
-  // differed by up to 10% in a 16-core run: state left by the different
-  // tuning histories, not the split: 2026-11-24-16core-opencl-3610e58, nz 50%
-  // and 100%.)
+  // differed by up to 10% in a 16-core run, 2026-11-24-16core-opencl-3610e58
+  // nz 50% and 100%.)
   struct split {
     std::vector<double> w;
     sinew::balance_cache cache;
@@ -263,7 +262,16 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     vs.push_back({.name = tag + cs[k].name,
                   .unit = "ms/unit",
                   .better = sb::lower,
-                  .setup = poison,
+                  // One unit of the same configuration first, untimed: the
+                  // timed unit then finds the devices as a stream of this
+                  // configuration leaves them (a GPU that worked a moment ago),
+                  // whatever ran before in the round.
+                  .setup =
+                      [&run_once, &poison, g] {
+                        if (poison) poison();
+                        run_once(*g);
+                        if (poison) poison();
+                      },
                   .run = [&run_once, g] { run_once(*g); },
                   .to_metric = [](double s) { return s * 1e3; },
                   .check = check,

@@ -451,29 +451,26 @@ struct deal_scheduler::impl {
 
   // Exponential back-off step `d` (ns) of worker w: up to 2 us it spins,
   // longer it yields the core between looks; either way it ends as soon as
-  // work shows up on w's node (a shard of its queue or a deque of one of its
-  // workers) and then returns true: the step was cut short, and the caller
-  // retries it rather than doubling it, since a look that loses the race
-  // for the task that ended the wait says nothing about how long work stays
-  // away. (A timed sleep here cost the one-node machine a quarter of
-  // mir_suite's map: sleep_for(4 us) sleeps ~60 us, and a push wakes only
-  // futex sleepers.)
-  bool backoff_wait(const worker& w, std::uint64_t d) const noexcept {
+  // a shard of w's node queue holds a task. (A timed sleep here cost the
+  // one-node 16-core machine a quarter of mir_suite's map: sleep_for(4 us)
+  // sleeps ~60 us, and a push wakes only futex sleepers. Also ending it
+  // when a deque of the node holds a task, and retrying a step cut short
+  // rather than doubling it, cost sched_spawn's chain 3-5x there: idle
+  // workers raced the owner for each task of the chain;
+  // bench/results/2026-11-24-16core-deal-ab/.)
+  void backoff_wait(const worker& w, std::uint64_t d) const noexcept {
     const node_queue& Q = *nodes[std::size_t(w.node)];
     const std::uint64_t end = now_ns() + d;
     const bool spin = d <= 2'000;
     do {
       for (const auto& sh : Q.shards)
-        if (sh->size.load(std::memory_order_relaxed) != 0) return true;
-      for (unsigned k : Q.members)
-        if (!workers[k]->dq.empty_approx()) return true;
+        if (sh->size.load(std::memory_order_relaxed) != 0) return;
       if (spin) {
         for (int i = 0; i < 8; ++i) cpu_relax();
       } else {
         std::this_thread::yield();
       }
     } while (now_ns() < end);
-    return false;
   }
 
   std::uint64_t bmin() const noexcept { return std::uint64_t(std::max<std::int64_t>(1, opt.backoff_min.count())); }
@@ -496,8 +493,8 @@ struct deal_scheduler::impl {
       if (d <= bmax()) {
         // Short waits only: the loop may end any moment (and no wake comes
         // during a timed back-off).
-        if (d > 2'000) std::this_thread::yield();
-        else if (backoff_wait(w, d)) continue;  // cut short: the same step again
+        if (d <= 2'000) backoff_wait(w, d);
+        else std::this_thread::yield();
         d *= 2;
         continue;
       }
@@ -550,7 +547,8 @@ struct deal_scheduler::impl {
       if (contended) continue;
       Q.lot.start_searching(w.park);
       if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
-        if (!backoff_wait(w, d)) d *= 2;  // exponential back-off of Algorithm 2
+        backoff_wait(w, d);  // exponential back-off of Algorithm 2
+        d *= 2;
         continue;
       }
       // Park (protocol above).
