@@ -661,15 +661,16 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
 }
 
 /// Median over rounds of a.seconds[i] / b.seconds[i] (paired samples of
-/// one measure_interleaved call), with the 25th and 75th percentiles; all 0
-/// when either was not measured.
+/// one measure_interleaved call) of every pair (a, b) together, with the
+/// 25th and 75th percentiles; all 0 when none was measured.
 struct paired {
   double median = 0, lo = 0, hi = 0;
 };
-inline paired paired_ratio(const row& a, const row& b) {
+inline paired paired_ratio(const std::vector<std::pair<const row*, const row*>>& ab) {
   std::vector<double> r;
-  for (std::size_t i = 0; i < a.seconds.size() && i < b.seconds.size(); ++i)
-    if (b.seconds[i] > 0) r.push_back(a.seconds[i] / b.seconds[i]);
+  for (auto [a, b] : ab)
+    for (std::size_t i = 0; i < a->seconds.size() && i < b->seconds.size(); ++i)
+      if (b->seconds[i] > 0) r.push_back(a->seconds[i] / b->seconds[i]);
   if (r.empty()) return {};
   std::sort(r.begin(), r.end());
   auto at = [&](double q) { return r[std::size_t(q * double(r.size() - 1) + 0.5)]; };

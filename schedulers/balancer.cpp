@@ -331,6 +331,7 @@ balance_tuner::balance_tuner(balance_policy p, std::size_t devices) : p_(std::mo
   if (!(p_.delta > 0)) throw error(who + "delta must be positive");
   if (!(p_.threshold >= 0)) throw error(who + "threshold must not be negative");
   if (!(p_.min_gain >= 0 && p_.min_gain < 1)) throw error(who + "min_gain must be in [0, 1)");
+  if (!(p_.verify_share >= 0 && p_.verify_share <= 1)) throw error(who + "verify_share must be in [0, 1]");
   if (p_.repeats == 0) throw error(who + "repeats must be at least 1");
   if (p_.max_iterations == 0) throw error(who + "max_iterations must be at least 1");
   pts_.assign(n_, {});
@@ -690,9 +691,10 @@ std::vector<double> balance_tuner::next_probe() {
     bool known = std::find(probed_.begin(), probed_.end(), smaller) != probed_.end();
     for (auto& s : sets_) known = known || s.set == smaller;
     if (known) continue;
-    // Worth measuring: the device holds a small share, or by the fits the
-    // others alone are within verify_gain (or it would get no work at all).
-    bool worth = pick->w[i] < 100 * p_.verify_gain;
+    // Worth measuring: the device holds a small share (verify_share), or by
+    // the fits the others alone are within verify_gain (or it would get no
+    // work at all).
+    bool worth = pick->w[i] < 100 * p_.verify_share;
     std::optional<double> Ts;
     if (agree) {
       Ts = balance::balanced_time(f, smaller);

@@ -107,13 +107,19 @@ struct balance_policy {
   /// `iterative` with `fixed_costs`: before the search ends on a set of
   /// devices, every smaller set (one device less) that the fits predict
   /// within this fraction of it (0.05 = 5%), or that loses a device holding
-  /// less than this fraction of the unit, is *measured* (unless it already
+  /// less than `verify_share` of the unit, is *measured* (unless it already
   /// was), and the fastest measured set is kept, the smaller one when within
   /// `min_gain`. Fits come from executions that ran every device at once
   /// and miss what a second device costs the unit (dispatch, waking the
   /// worker, memory bandwidth the transfers take from the host's share).
   /// 0 = off.
   double verify_gain = 0.05;
+  /// `iterative` with `verify_gain` on: a device holding less than this
+  /// fraction of the unit (0.10 = 10%) has the set without it measured,
+  /// whatever the fits predict. (16-core saxpy: the GPU's 7.4% share slowed
+  /// the host's by more than its own work, which the host's fit, taken
+  /// while the GPU ran, cannot show; the host alone was 1.4x faster.)
+  double verify_share = 0.10;
   /// In a stream, re-tune when the measured imbalance exceeds δ (and has
   /// grown by δ since tuning ended; single-step and exhaustive splits may be
   /// imbalanced by design).
