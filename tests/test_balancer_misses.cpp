@@ -232,7 +232,7 @@ TEST_CASE("iterative finds the kink of the unbalanced kernel at 25 percent, thro
 
 TEST_CASE("iterative measures the host alone when the GPU keeps a small share (saxpy, 16 cores, verify_share)",
           "[balance]") {
-  // 16-core saxpy (bench/results/2026-11-24-16core-opencl-final, a loaded VM):
+  // 16-core saxpy (bench/results/2026-11-24-16core-opencl-shuffled, a loaded VM):
   // fitted while both ran, host 0.0815 ms/%, GPU 2.173 ms + 0.5769 ms/%;
   // balanced they predict ~7.4 ms at GPU ~9%, and the host alone 8.15 ms,
   // 10% slower: outside verify_gain. But the host alone ran at ~6.7 ms
