@@ -229,6 +229,18 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
              sb::format_double(st.fits[i].per_percent * 1e3, 4) + " ms/%";
       ctx.note(tag + c.name + ": fitted share times " + f);
     }
+    if (c.p.kind == sinew::balance_kind::iterative) {
+      // The search's path: each tuning execution's shares and share times.
+      std::string path;
+      for (const auto& u : st.recent) {
+        if (!u.tuning) continue;
+        const auto v = sinew::share_percent(u.shares);
+        path += path.empty() ? "" : "; ";
+        for (std::size_t i = 0; i < v.size(); ++i)
+          path += (i ? " / " : "") + sb::format_double(v[i], 1) + "% " + sb::format_double(u.timings[i].total * 1e3, 3);
+      }
+      ctx.note(tag + c.name + ": path (share % and ms per device) " + path);
+    }
     c.note = "tuned: " + std::to_string(st.tuning_executions) + " tuning execs";
   }
   // Then the steady state of every configuration, interleaved, each on a
