@@ -134,7 +134,6 @@ std::string steady_state(const sinew::multi_device_stats& st, std::size_t units)
 const std::string paired_info = "t(exhaustive 1%) / t(iterative), median of paired rounds";
 
 struct result_times {
-  double best_single = 0, iterative = 0, optimum = 0;  ///< medians (s)
   double optimum_vs_iterative = 0;  ///< median over rounds of t(optimum) / t(iterative)
   double single_vs_iterative = 0;   ///< the same for the best single device
 };
@@ -291,7 +290,7 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   }
   const auto ser = ctx.measure_interleaved(vs);
   result_times r;
-  r.best_single = 1e300;
+  double best_single = 1e300;
   const sb::series* best = nullptr;
   const sb::series* iterative = nullptr;
   const sb::series* optimum = nullptr;
@@ -299,12 +298,12 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     const sb::series& s = *ser[k];
     if (!s.stats.n) continue;
     if (k < singles) {
-      if (s.time.median < r.best_single) r.best_single = s.time.median, best = &s;
+      if (s.time.median < best_single) best_single = s.time.median, best = &s;
       continue;
     }
     ctx.note(tag + cs[k].name + ": " + steady_state(sinew::device_stats(*split_of[k]->m), std::size_t(ctx.reps())));
-    if (cs[k].p.kind == sinew::balance_kind::iterative) r.iterative = s.time.median, iterative = &s;
-    if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) r.optimum = s.time.median, optimum = &s;
+    if (cs[k].p.kind == sinew::balance_kind::iterative) iterative = &s;
+    if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) optimum = &s;
   }
   if (iterative && optimum) r.optimum_vs_iterative = paired_median(optimum->seconds, iterative->seconds);
   if (iterative && best) r.single_vs_iterative = paired_median(best->seconds, iterative->seconds);

@@ -70,12 +70,7 @@ using u128 = unsigned __int128;
 }  // namespace
 
 struct deal_scheduler::impl {
-  // A shard of a node's queue (see node_queue).
-  struct alignas(64) shard {
-    workers::spin_lock m;                          // workers only try it (worker_common.hpp)
-    std::deque<task*> q;                           // push_front, take from the back
-    alignas(64) std::atomic<std::size_t> size{0};  // mirrors q.size() for lock-free looks
-  };
+  using shard = workers::task_shard<task>;  // of a node's queue (see node_queue)
 
   // One node: its queue and its workers' sleep words. The queue Algorithms
   // 1 and 2 speak of is one FIFO per node; it is kept as one locked shard per
@@ -98,6 +93,12 @@ struct deal_scheduler::impl {
       std::size_t n = 0;
       for (const auto& sh : shards) n += sh->size.load(o);
       return n;
+    }
+    // Whether a shard holds a task (stops at the first that does).
+    bool has_work(std::memory_order o = std::memory_order_relaxed) const noexcept {
+      for (const auto& sh : shards)
+        if (sh->size.load(o) != 0) return true;
+      return false;
     }
     workers::parking_lot lot;  // the node's searching and parked workers
     alignas(64) std::atomic<std::uint32_t> loop_waiters{0};  // workers sleeping in parallel_for
@@ -270,7 +271,7 @@ struct deal_scheduler::impl {
   void push_all(int q, task* const* first, task* const* last) {
     node_queue& Q = *nodes[std::size_t(q)];
     const std::size_t S = Q.shards.size();
-    for (std::size_t i = 0; first != last; ++first, ++i) push_shard(*Q.shards[i % S], *first);
+    for (std::size_t i = 0; first != last; ++first, ++i) Q.shards[i % S]->push(*first);
   }
 
   void announce_loop_done() noexcept {
@@ -296,19 +297,13 @@ struct deal_scheduler::impl {
 
   // ------------------------------------------------------------ queues
 
-  static void push_shard(shard& sh, task* t) {
-    std::lock_guard<workers::spin_lock> lk(sh.m);
-    sh.q.push_front(t);
-    sh.size.store(sh.q.size(), std::memory_order_relaxed);
-  }
-
   // Enqueues t on q (w: the pushing worker, or null): w's own shard when q
   // is w's node, else the next shard of this thread's round-robin.
   void enqueue(int q, task* t, const worker* w) {
     node_queue& Q = *nodes[std::size_t(q)];
     thread_local unsigned next = unsigned(std::hash<std::thread::id>{}(std::this_thread::get_id()));
     const std::size_t k = w && w->node == q ? w->rank : next++;
-    push_shard(*Q.shards[k % Q.shards.size()], t);
+    Q.shards[k % Q.shards.size()]->push(t);
   }
 
   void push(int q, task* t, const worker* w) {
@@ -318,33 +313,20 @@ struct deal_scheduler::impl {
 
   // Takes the oldest task of a shard of node v's queue, the shards looked at
   // from `first` on, while `ok(queue length)` holds; with `share`, also half
-  // the rest of that shard (at most 31) onto share's deque, where the node's
-  // other workers may steal them (one lock for many tasks, as `steal` takes
-  // from its injection shards). A worker never waits for a lock: a shard
-  // whose lock is taken is skipped and reported as `contended`.
+  // the rest of that shard onto share's deque, where the node's other
+  // workers may steal them (workers::task_shard::try_take). A worker never
+  // waits for a lock: a shard whose lock is taken is skipped and reported
+  // as `contended`.
   template <class Ok>
   task* take(int v, std::size_t first, Ok ok, bool& contended, worker* share = nullptr) {
     node_queue& Q = *nodes[std::size_t(v)];
     const std::size_t S = Q.shards.size();
+    auto* dq = share ? &share->dq : nullptr;
     for (std::size_t j = 0; j < S; ++j) {
       shard& sh = *Q.shards[(first + j) % S];
       if (sh.size.load(std::memory_order_relaxed) == 0) continue;
       if (!ok(Q.length())) return nullptr;
-      if (!sh.m.try_lock()) {
-        contended = true;
-        continue;
-      }
-      std::lock_guard<workers::spin_lock> lk(sh.m, std::adopt_lock);
-      if (sh.q.empty() || !ok(Q.length())) continue;
-      task* t = sh.q.back();
-      sh.q.pop_back();
-      if (share)
-        for (std::size_t k = std::min<std::size_t>(sh.q.size() / 2, 31); k > 0; --k) {
-          share->dq.push(sh.q.back());
-          sh.q.pop_back();
-        }
-      sh.size.store(sh.q.size(), std::memory_order_relaxed);
-      return t;
+      if (task* t = sh.try_take(dq, contended)) return t;
     }
     return nullptr;
   }
@@ -356,7 +338,7 @@ struct deal_scheduler::impl {
     node_queue& own = *nodes[std::size_t(n)];
     task* t = nullptr;
     if (w.dq.pop(t)) return t;
-    if (own.length() != 0)
+    if (own.has_work())
       // One node: with a share onto w's deque (nothing to deal or steal
       // across nodes); else one task, the rest stays where other nodes'
       // workers may steal it.
@@ -381,7 +363,7 @@ struct deal_scheduler::impl {
     const bool drain = stopping.load(std::memory_order_relaxed);
     if (drain) {
       for (std::size_t v = 0; v < N; ++v)
-        if (nodes[v]->length() != 0)
+        if (nodes[v]->has_work())
           if (task* x = take(int(v), w.index, [](std::size_t) { return true; }, contended)) return x;
       for (auto& v : workers)
         if (!v->dq.empty_approx() && v->dq.steal(t) == detail::chase_lev_deque<task*>::steal_result::success)
@@ -411,7 +393,7 @@ struct deal_scheduler::impl {
   // re-check; takes nothing).
   bool work_visible(const worker& w) const noexcept {
     const int n = w.node;
-    if (nodes[std::size_t(n)]->length() != 0) return true;
+    if (nodes[std::size_t(n)]->has_work()) return true;
     for (unsigned k : nodes[std::size_t(n)]->members)
       if (!workers[k]->dq.empty_approx()) return true;
     const bool drain = stopping.load(std::memory_order_relaxed);
@@ -463,8 +445,7 @@ struct deal_scheduler::impl {
     const std::uint64_t end = now_ns() + d;
     const bool spin = d <= 2'000;
     do {
-      for (const auto& sh : Q.shards)
-        if (sh->size.load(std::memory_order_relaxed) != 0) return;
+      if (Q.has_work()) return;
       if (spin) {
         for (int i = 0; i < 8; ++i) cpu_relax();
       } else {
@@ -585,7 +566,7 @@ struct deal_scheduler::impl {
 
   bool all_empty() const noexcept {
     for (const auto& Q : nodes)
-      if (Q->length(std::memory_order_seq_cst) != 0) return false;
+      if (Q->has_work(std::memory_order_seq_cst)) return false;
     for (const auto& w : workers)
       if (!w->dq.empty_approx()) return false;
     return true;
@@ -674,10 +655,8 @@ deal_scheduler::~deal_scheduler() {
   p_->stopping.store(true, std::memory_order_seq_cst);
   p_->wake_all();
   for (auto& w : p_->workers) w->th.join();
-  // Only a submit racing with the destructor (undefined) can leave tasks.
-  for (auto& Q : p_->nodes)
-    for (auto& sh : Q->shards)
-      for (task* t : sh->q) delete t;
+  // Only a submit racing with the destructor (undefined) can leave tasks;
+  // the shards free them.
 }
 
 unsigned deal_scheduler::concurrency() const noexcept { return unsigned(p_->workers.size()); }

@@ -98,14 +98,8 @@ struct steal_scheduler::impl {
 
   // Injection queues for tasks from outside threads: one shard per worker,
   // filled round-robin by each outside thread and drained first by the
-  // shard's own worker, so a thread submitting a burst meets at most one
-  // worker on each lock. `size` mirrors q.size() so that an empty shard can
-  // be seen without the lock.
-  struct alignas(64) shard {
-    workers::spin_lock m;
-    std::deque<task*> q;
-    alignas(64) std::atomic<std::size_t> size{0};
-  };
+  // shard's own worker (workers::task_shard).
+  using shard = workers::task_shard<task>;
   std::vector<std::unique_ptr<shard>> shards;
   alignas(64) std::atomic<unsigned> next_shard{0};  // an outside thread's first shard
 
@@ -219,16 +213,9 @@ struct steal_scheduler::impl {
     return *shards[k++ % shards.size()];
   }
 
-  static void push_shard(shard& sh, task* t) noexcept {
-    sh.m.lock();
-    sh.q.push_back(t);
-    sh.size.store(sh.q.size(), std::memory_order_relaxed);
-    sh.m.unlock();
-  }
-
   void push(worker* w, task* t) {
     if (w) w->dq.push(t);
-    else push_shard(outside_shard(), t);
+    else outside_shard().push(t);
     announce_work();
   }
 
@@ -238,26 +225,8 @@ struct steal_scheduler::impl {
   // lock is taken is skipped (`contended`: look again).
   task* pop_injected(worker& w, bool& contended) {
     const std::size_t S = shards.size();
-    for (std::size_t j = 0; j < S; ++j) {
-      shard& sh = *shards[(w.index + j) % S];
-      if (sh.size.load(std::memory_order_relaxed) == 0) continue;
-      if (!sh.m.try_lock()) {
-        contended = true;
-        continue;
-      }
-      task* t = nullptr;
-      if (!sh.q.empty()) {
-        t = sh.q.front();
-        sh.q.pop_front();
-        for (std::size_t k = std::min<std::size_t>(sh.q.size() / 2, 31); k > 0; --k) {
-          w.dq.push(sh.q.front());
-          sh.q.pop_front();
-        }
-        sh.size.store(sh.q.size(), std::memory_order_relaxed);
-      }
-      sh.m.unlock();
-      if (t) return t;
-    }
+    for (std::size_t j = 0; j < S; ++j)
+      if (task* t = shards[(w.index + j) % S]->try_take(&w.dq, contended)) return t;
     return nullptr;
   }
 
@@ -508,9 +477,8 @@ steal_scheduler::~steal_scheduler() {
   p_->lot.wake_all();
   for (auto& w : p_->workers) w->th.join();
   // A task left in the injection queue after every worker left can only come
-  // from a submit that raced with the destructor (undefined); free it.
-  for (auto& sh : p_->shards)
-    for (task* t : sh->q) delete t;
+  // from a submit that raced with the destructor (undefined): the shards
+  // free it.
 }
 
 unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
@@ -579,7 +547,7 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
       for (std::size_t i = parts; i-- > first_pushed;) w->dq.push(make(i));  // thieves take segment 1 first
     } else {
       // Segment i to shard i: each worker finds one in its own shard.
-      for (std::size_t i = first_pushed; i < parts; ++i) impl::push_shard(*p.shards[i % p.shards.size()], make(i));
+      for (std::size_t i = first_pushed; i < parts; ++i) p.shards[i % p.shards.size()]->push(make(i));
     }
     if (parts > first_pushed) p.announce_work(parts - first_pushed);
     if (w) {
