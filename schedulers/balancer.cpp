@@ -515,6 +515,50 @@ std::vector<double> balance_tuner::next_weights(const std::vector<double>& t, co
   return balance::adaptive_weights(t, v, iter_, w_prev_, p_.threshold, p_.relax);
 }
 
+std::pair<const balance_tuner::execution*, const balance_tuner::execution*> balance_tuner::bracket_ends(
+    const std::vector<double>& v) const {
+  std::size_t a = n_, b = n_, active = 0;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (v[i] > 0) (a == n_ ? a : b) = i, ++active;
+  if (active != 2) return {nullptr, nullptr};
+  const execution* lo = nullptr;  // f < 0, largest x
+  const execution* hi = nullptr;  // f > 0, smallest x
+  for (const auto& e : hist_) {
+    if (e.v[a] <= 0 || e.v[b] <= 0 || e.v[a] + e.v[b] < 100 - 1e-6) continue;  // another device set
+    const double f = envelope_time(e, a) - envelope_time(e, b);
+    if (f < 0 && (!lo || e.v[a] > lo->v[a])) lo = &e;
+    if (f > 0 && (!hi || e.v[a] < hi->v[a])) hi = &e;
+  }
+  if (!lo || !hi || !(lo->v[a] < hi->v[a])) return {nullptr, nullptr};  // no bracket (or noise crossed it)
+  return {lo, hi};
+}
+
+double balance_tuner::envelope_time(const execution& e, std::size_t i) const {
+  // A device's rows at a larger share include its rows at a smaller one, so
+  // its time does not shrink as its share grows, and noise only adds: its
+  // time at e's share is at most the least measured at any larger share.
+  // (One slow pair -- a GPU that spiked in both repeats -- must neither
+  // cross the bracket nor pick its end.)
+  double t = e.t[i];
+  for (const auto& p : hist_) {
+    bool same = true;
+    for (std::size_t j = 0; j < n_ && same; ++j) same = (p.v[j] > 0) == (e.v[j] > 0);
+    if (same && p.v[i] >= e.v[i] - 1e-9) t = std::min(t, p.t[i]);
+  }
+  return t;
+}
+
+double balance_tuner::envelope_unit(const execution& e) const {
+  double slowest = 0, env = 0;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (e.v[i] > 0) slowest = std::max(slowest, e.t[i]), env = std::max(env, envelope_time(e, i));
+  return env + std::max(0.0, e.unit - slowest);
+}
+
+const balance_tuner::execution& balance_tuner::faster_end(const execution& lo, const execution& hi) const {
+  return envelope_unit(lo) <= envelope_unit(hi) ? lo : hi;
+}
+
 std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector<double>& v) {
   // Two devices a < b with shares: f(x) = t_a - t_b over a's share x grows
   // with x (more rows for a, fewer for b), so the splits measured with
@@ -522,36 +566,32 @@ std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector
   // when a device's time has a kink there (the unbalanced kernel: zeros
   // above, work below), where the seed's proportional step overshoots back
   // and forth and the fitted line does not hold.
-  std::size_t a = n_, b = n_, active = 0;
+  const auto [lo, hi] = bracket_ends(v);
+  if (!lo) return std::nullopt;
+  std::size_t a = n_, b = n_;
   for (std::size_t i = 0; i < n_; ++i)
-    if (v[i] > 0) (a == n_ ? a : b) = i, ++active;
-  if (active != 2) return std::nullopt;
-  const execution* lo = nullptr;  // f < 0, largest x
-  const execution* hi = nullptr;  // f > 0, smallest x
-  for (const auto& e : hist_) {
-    if (e.v[a] <= 0 || e.v[b] <= 0 || e.v[a] + e.v[b] < 100 - 1e-6) continue;  // another device set
-    const double f = e.t[a] - e.t[b];
-    if (f < 0 && (!lo || e.v[a] > lo->v[a])) lo = &e;
-    if (f > 0 && (!hi || e.v[a] < hi->v[a])) hi = &e;
-  }
-  if (!lo || !hi || !(lo->v[a] < hi->v[a])) return std::nullopt;  // no bracket (or noise crossed it)
+    if (v[i] > 0) (a == n_ ? a : b) = i;
   const double x0 = lo->v[a], x1 = hi->v[a], width = x1 - x0;
   double res = 0.5;  // a share percent; at least one granule of either device
   if (rows_ > 0)
     for (std::size_t i : {a, b}) res = std::max(res, 100.0 * double(gran_[i]) / double(rows_));
   std::vector<double> w(n_, 0.0);
   if (width <= res) {
-    const execution* best = lo->unit <= hi->unit ? lo : hi;
+    // The faster end, each judged on all the search measured: at a step in
+    // a device's time (the unbalanced kernel's first dear rows) one noisy
+    // pair at the end below it must not send the unit past it.
+    const execution& best = faster_end(*lo, *hi);
     bracket_done_ = true;
-    bracket_imb_ = best->imb;
-    w[a] = best->v[a];
-    w[b] = best->v[b];
+    bracket_imb_ = best.imb;
+    w[a] = best.v[a];
+    w[b] = best.v[b];
     return w;
   }
   // Secant step, kept a tenth of the bracket away from its ends; bisection
   // when the last step did not halve the bracket (a secant that keeps
   // landing beside the same end: a kink).
-  const double f0 = lo->t[a] - lo->t[b], f1 = hi->t[a] - hi->t[b];
+  const double f0 = envelope_time(*lo, a) - envelope_time(*lo, b);
+  const double f1 = envelope_time(*hi, a) - envelope_time(*hi, b);
   double x = x0 + width * (-f0) / (f1 - f0);
   if (bracket_width_ > 0 && width > bracket_width_ / 2) x = x0 + width / 2;
   x = std::clamp(x, x0 + width / 10, x1 - width / 10);
@@ -625,7 +665,16 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
       if (last_imb_ < p_.delta && makespan <= best_time_ * (1 + p_.delta)) {
         conclude(w_, last_imb_);
       } else if (iter_ >= p_.max_iterations) {
-        conclude(best_w_, best_imb_);  // did not converge: keep the fastest seen
+        // Did not converge: the faster end of a bracket (the fastest unit
+        // seen may be a lucky sample far from the balance point), else the
+        // fastest seen.
+        const auto [lo, hi] = p_.bracket ? bracket_ends(v) : std::pair<const execution*, const execution*>{};
+        if (lo) {
+          const execution& e = faster_end(*lo, *hi);
+          conclude(e.v, e.imb);
+        } else {
+          conclude(best_w_, best_imb_);
+        }
       } else {
         ++iter_;
         std::vector<double> w = next_weights(t, v, false);

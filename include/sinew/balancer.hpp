@@ -252,6 +252,19 @@ class balance_tuner {
   /// when there is no bracket. Sets bracket_done_ when the bracket is
   /// narrow enough (the returned weights: its faster end).
   std::optional<std::vector<double>> bracket_step(const std::vector<double>& v);
+  struct execution;
+  /// The bracket of the two devices sharing `v` (nulls: none): the
+  /// executions with f = t_a - t_b < 0 at the largest share of a and f > 0
+  /// at the smallest.
+  std::pair<const execution*, const execution*> bracket_ends(const std::vector<double>& v) const;
+  /// Device i's time in `e` judged on every execution of e's device set:
+  /// at most its least time measured at a share >= its share in `e`.
+  double envelope_time(const execution& e, std::size_t i) const;
+  /// The unit time of `e` from envelope_time (plus what the unit waited for
+  /// beyond its slowest share).
+  double envelope_unit(const execution& e) const;
+  /// The faster end of a bracket by envelope_unit (the lower share of a on a tie).
+  const execution& faster_end(const execution& lo, const execution& hi) const;
 
   balance_policy p_;
   std::size_t n_;
