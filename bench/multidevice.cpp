@@ -136,7 +136,6 @@ const std::string paired_info = "t(exhaustive 1%) / t(iterative), median of pair
 struct result_times {
   double optimum_vs_iterative = 0;  ///< median over rounds of t(optimum) / t(iterative)
   double single_vs_iterative = 0;   ///< the same for the best single device
-  std::string single_only;          ///< the device iterative gave the whole unit (empty: it split it)
 };
 
 /// Median over paired rounds of a[i] / b[i] (0 when there are none).
@@ -243,35 +242,56 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     }
     c.note = "tuned: " + std::to_string(st.tuning_executions) + " tuning execs";
   }
-  // Then the steady state of every configuration, interleaved, each on a
-  // fresh graph with its tuned weights fixed -- one graph per distinct split,
-  // so that configurations that chose the same split run the same graph. (On
-  // the tuned graphs themselves, two balancers that chose the same split
-  // differed by up to 10% in a 16-core run, 2026-11-24-16core-opencl-3610e58
-  // nz 50% and 100%.)
+  // Then the steady state of every split, interleaved: each distinct split
+  // on a fresh graph with its weights fixed, timed once -- configurations
+  // that chose the same split are the same configuration from here on (a
+  // split that gives one device the whole unit is that device alone: the
+  // map posts its one share to the same device thread). Timing one split
+  // twice only measures noise: on the tuned graphs themselves two balancers
+  // with the same split differed by up to 10% in a 16-core run
+  // (2026-11-24-16core-opencl-3610e58), and separately timed variants of one
+  // split still differed by 7% on a GPU with spikes (nz 100%,
+  // 2026-11-25-16core-opencl-envelope).
   struct split {
     std::vector<double> w;
     sinew::balance_cache cache;
     std::optional<sinew::node> m;
     std::optional<sinew::graph> g;
+    std::size_t timed = 0;  // its variant
   };
   std::deque<split> splits;
-  std::vector<split*> split_of(cs.size(), nullptr);
+  std::vector<std::size_t> timed_of(cs.size());  // each configuration's variant
+  std::vector<sinew::graph*> timed_graph;
+  std::vector<std::string> timed_name, timed_note;
+  for (std::size_t k = 0; k < singles; ++k) {
+    timed_of[k] = k;
+    timed_graph.push_back(&*cs[k].g), timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
+  }
   for (std::size_t k = singles; k < cs.size(); ++k) {
     const std::vector<double> w = sinew::device_stats(*cs[k].m).weights;
+    std::size_t only = devs.size(), used = 0;
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (w[i] > 0) only = i, ++used;
+    std::optional<std::size_t> same;
+    if (used == 1 && singles == devs.size()) same = only;
     for (auto& sp : splits)
-      if (sp.w == w) split_of[k] = &sp;
-    if (split_of[k]) continue;
+      if (sp.w == w) same = sp.timed;
+    if (same) {
+      timed_of[k] = *same;
+      timed_note[*same] += "; also " + cs[k].name + " (" + cs[k].note + ")";
+      continue;
+    }
     auto& sp = splits.emplace_back();
     sp.w = w;
     sp.m = sinew::multi_device_map(devs, sinew::balance::static_weights(w), {.cache = &sp.cache});
     sp.g.emplace(*sp.m);
-    split_of[k] = &sp;
+    sp.timed = timed_of[k] = timed_graph.size();
+    timed_graph.push_back(&*sp.g), timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
   }
   std::vector<sb::variant> vs;
-  for (std::size_t k = 0; k < cs.size(); ++k) {
-    sinew::graph* g = k < singles ? &*cs[k].g : &*split_of[k]->g;
-    vs.push_back({.name = tag + cs[k].name,
+  for (std::size_t j = 0; j < timed_graph.size(); ++j) {
+    sinew::graph* g = timed_graph[j];
+    vs.push_back({.name = tag + timed_name[j],
                   .unit = "ms/unit",
                   .better = sb::lower,
                   // One unit of the same configuration first, untimed: the
@@ -287,7 +307,7 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
                   .run = [&run_once, g] { run_once(*g); },
                   .to_metric = [](double s) { return s * 1e3; },
                   .check = check,
-                  .note = cs[k].note});
+                  .note = timed_note[j]});
   }
   const auto ser = ctx.measure_interleaved(vs);
   result_times r;
@@ -295,40 +315,24 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   const sb::series* best = nullptr;
   const sb::series* iterative = nullptr;
   const sb::series* optimum = nullptr;
-  std::size_t iterative_only = devs.size();  // the device iterative gave the whole unit, if one did
   for (std::size_t k = 0; k < cs.size(); ++k) {
-    const sb::series& s = *ser[k];
+    const sb::series& s = *ser[timed_of[k]];
     if (!s.stats.n) continue;
     if (k < singles) {
       if (s.time.median < best_single) best_single = s.time.median, best = &s;
       continue;
     }
-    ctx.note(tag + cs[k].name + ": " + steady_state(sinew::device_stats(*split_of[k]->m), std::size_t(ctx.reps())));
-    if (cs[k].p.kind == sinew::balance_kind::iterative) {
-      iterative = &s;
-      const std::vector<double>& w = split_of[k]->w;
-      if (std::count_if(w.begin(), w.end(), [](double x) { return x > 0; }) == 1)
-        iterative_only = std::size_t(std::find_if(w.begin(), w.end(), [](double x) { return x > 0; }) - w.begin());
-    }
+    const std::size_t t = timed_of[k];
+    const sinew::node& ran = t < singles ? *cs[t].m : *std::find_if(splits.begin(), splits.end(), [t](const split& sp) {
+      return sp.timed == t;
+    })->m;
+    ctx.note(tag + cs[k].name + ": " + (timed_name[t] != cs[k].name ? "timed as '" + timed_name[t] + "'; " : std::string()) +
+             steady_state(sinew::device_stats(ran), std::size_t(ctx.reps())));
+    if (cs[k].p.kind == sinew::balance_kind::iterative) iterative = &s;
     if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) optimum = &s;
   }
   if (iterative && optimum) r.optimum_vs_iterative = paired_median(optimum->seconds, iterative->seconds);
-  if (iterative && best && iterative_only < singles) {
-    // The search gave one device the whole unit: all devices then run that
-    // device's work alone (the map posts the one share to the same device
-    // thread), so the comparison is of that device alone with the best
-    // single device -- two timings of the same work would only compare
-    // noise against a target of >= 1. The map itself is still timed at
-    // that split, and its overhead over the device alone noted.
-    const sb::series& alone = *ser[iterative_only];
-    r.single_vs_iterative = paired_median(best->seconds, alone.seconds);
-    r.single_only = devs[iterative_only]->name();
-    ctx.note(tag + "all, iterative: the whole unit on " + r.single_only + "; the map at that split vs " +
-             r.single_only + " alone, median of paired rounds: " +
-             sb::format_double(paired_median(alone.seconds, iterative->seconds), 3) + " (the same work)");
-  } else if (iterative && best) {
-    r.single_vs_iterative = paired_median(best->seconds, iterative->seconds);
-  }
+  if (iterative && best) r.single_vs_iterative = paired_median(best->seconds, iterative->seconds);
   return r;
 }
 
@@ -358,10 +362,7 @@ void run_series(sb::context& ctx) {
     ctx.ratio("multidevice_series_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, paired_info);
   if (r.single_vs_iterative > 0)
     ctx.ratio("multidevice_series_all_vs_best_single", r.single_vs_iterative, 1.0, sb::higher,
-              r.single_only.empty()
-                  ? "t(best single device) / t(all devices, iterative), median of paired rounds"
-                  : "t(best single device) / t(all devices, iterative: " + r.single_only +
-                        " alone), median of paired rounds");
+              "t(best single device) / t(all devices, iterative), median of paired rounds");
 }
 
 // ------------------------------------------------------------------- saxpy

@@ -299,3 +299,32 @@ TEST_CASE("iterative stays below the host's jump on the unbalanced kernel at 75 
     CHECK(it.tuning_executions() <= 22);
   }
 }
+
+TEST_CASE("iterative keeps the GPU alone on series when one lucky GPU time favoured both devices (16 cores)",
+          "[balance]") {
+  // 16-core series (bench/results/2026-11-25-16core-opencl-envelope, run 2):
+  // the GPU runs 10,000 coefficients in one wave, ~4.7 ms whatever its
+  // share (fitted 4.723 ms + 0.0005 ms/%), the host 0.955 ms + 0.458 ms/%.
+  // The GPU is bimodal: most units 5.5 ms, some 2.9-4.0 ms. One fast GPU
+  // time at host 8.1% made both devices look 16% faster than the GPU alone
+  // (probed at 5.49 ms); the search kept host 8.2% -- in the steady state no
+  // faster than the GPU alone (5.731 vs 5.717 ms, RATIO 0.997). Modeled:
+  // one GPU time in seven at 0.6x.
+  auto bed = [](unsigned seed) {
+    testbed tb = seeded(seed, {{0.955e-3, 0.458e-3}, {4.723e-3, 0.0005e-3, 1.0, 0.15, 0.6}}, 0.0, 0.03);
+    return tb;
+  };
+  int kept_host = 0;
+  for (unsigned seed = 1; seed <= 100; ++seed) {
+    testbed tb = bed(seed);
+    auto it = tb.tune(bench_iterative());
+    INFO("seed " << seed << ": weights " << it.weights()[0] << " / " << it.weights()[1] << ", "
+                 << it.tuning_executions() << " executions");
+    CHECK(it.tuning_executions() <= 24);
+    kept_host += it.weights()[0] > 0;
+  }
+  // Without measuring the search's own distribution again beside the probe,
+  // 5 of these 100 seeds kept the host; with it 2 (whose recheck was lucky
+  // too: a unit of either set is 4.8 ms in the GPU's usual mode).
+  CHECK(kept_host <= 2);
+}

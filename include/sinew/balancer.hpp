@@ -234,7 +234,7 @@ class balance_tuner {
   const balance_policy& policy() const noexcept { return p_; }
 
  private:
-  enum class phase { first, iterating, verifying, exhaustive, tuned };
+  enum class phase { first, iterating, verifying, rechecking, exhaustive, tuned };
   void measured(const std::vector<double>& t, const std::vector<double>& v, double unit);
   /// The iterative search is done: with fits, checks smaller device sets by
   /// measurement first (verify_gain); `w`: the distribution it ended on.
