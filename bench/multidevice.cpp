@@ -251,7 +251,7 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   // with the same split differed by up to 10% in a 16-core run
   // (2026-11-24-16core-opencl-3610e58), and separately timed variants of one
   // split still differed by 7% on a GPU with spikes (nz 100%,
-  // 2026-11-25-16core-opencl-envelope).
+  // 2026-11-24-16core-opencl-envelope).
   struct split {
     std::vector<double> w;
     sinew::balance_cache cache;

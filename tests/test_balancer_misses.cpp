@@ -302,7 +302,7 @@ TEST_CASE("iterative stays below the host's jump on the unbalanced kernel at 75 
 
 TEST_CASE("iterative keeps the GPU alone on series when one lucky GPU time favoured both devices (16 cores)",
           "[balance]") {
-  // 16-core series (bench/results/2026-11-25-16core-opencl-envelope, run 2):
+  // 16-core series (bench/results/2026-11-24-16core-opencl-envelope, run 2):
   // the GPU runs 10,000 coefficients in one wave, ~4.7 ms whatever its
   // share (fitted 4.723 ms + 0.0005 ms/%), the host 0.955 ms + 0.458 ms/%.
   // The GPU is bimodal: most units 5.5 ms, some 2.9-4.0 ms. One fast GPU
