@@ -442,16 +442,23 @@ struct deal_scheduler::impl {
   // bench/results/2026-11-24-16core-deal-ab/.)
   void backoff_wait(const worker& w, std::uint64_t d) const noexcept {
     const node_queue& Q = *nodes[std::size_t(w.node)];
-    const std::uint64_t end = now_ns() + d;
+    const std::uint64_t start = now_ns(), end = start + d;
     const bool spin = d <= 2'000;
+    // Yielding, look at most every backoff_poll (the first look at once).
+    const std::uint64_t gap = spin ? 0 : std::uint64_t(opt.backoff_poll.count());
+    std::uint64_t now = start, next_look = start;
     do {
-      if (Q.has_work()) return;
+      if (now >= next_look) {
+        if (Q.has_work()) return;
+        next_look = now + gap;
+      }
       if (spin) {
         for (int i = 0; i < 8; ++i) cpu_relax();
       } else {
         std::this_thread::yield();
       }
-    } while (now_ns() < end);
+      now = now_ns();
+    } while (now < end);
   }
 
   std::uint64_t bmin() const noexcept { return std::uint64_t(std::max<std::int64_t>(1, opt.backoff_min.count())); }
@@ -586,6 +593,7 @@ deal_scheduler::deal_scheduler(const topology& t, deal_options o)
                 std::to_string(p.opt.spread_tolerance) + ")");
   if (p.opt.backoff_min.count() <= 0 || p.opt.backoff_max < p.opt.backoff_min)
     throw error("deal_scheduler: need 0 < backoff_min <= backoff_max");
+  if (p.opt.backoff_poll.count() < 0) throw error("deal_scheduler: backoff_poll must be >= 0");
   p.size_threshold = p.opt.size_threshold ? *p.opt.size_threshold
                                           : std::uint64_t(p.topo.llc_bytes() / p.C);
   // Vicinities: group id per node; unlisted nodes are singleton groups.

@@ -126,6 +126,29 @@ TEST_CASE("deal_scheduler: size threshold and spread tolerance options", "[deal]
     b.backoff_min = std::chrono::microseconds(10);
     b.backoff_max = std::chrono::microseconds(1);
     CHECK_THROWS_AS(deal_scheduler(line4x4(), b), sinew::error);
+    deal_options c;
+    c.backoff_poll = std::chrono::nanoseconds(-1);
+    CHECK_THROWS_AS(deal_scheduler(line4x4(), c), sinew::error);
+  }
+}
+
+TEST_CASE("deal_scheduler: tasks pushed while workers back off run for every backoff_poll", "[deal]") {
+  // Bursts from an outside thread with gaps that send the workers into the
+  // yielding back-off steps (and to sleep): whether a waiting worker looks
+  // at the queue after every yield (0), every 8 us, or once per step (1 s),
+  // every task runs exactly once.
+  for (auto poll : {std::chrono::nanoseconds(0), std::chrono::nanoseconds(8'000), std::chrono::nanoseconds(1'000'000'000)}) {
+    deal_options o;
+    o.backoff_poll = poll;
+    deal_scheduler s(sinew::topology::synthetic(1, 4, {{10}}), o);
+    std::vector<std::atomic<int>> ran(2000);
+    for (int burst = 0; burst < 20; ++burst) {
+      sinew::task_group g(s);
+      for (int i = 0; i < 100; ++i) g.run([&ran, k = burst * 100 + i] { ran[std::size_t(k)].fetch_add(1); });
+      g.wait();
+      std::this_thread::sleep_for(std::chrono::microseconds(burst % 4 == 0 ? 200 : 20));
+    }
+    for (auto& r : ran) REQUIRE(r.load() == 1);
   }
 }
 

@@ -40,10 +40,18 @@ struct deal_options {
   /// be found": after a failed look for work a worker waits `backoff_min`,
   /// then twice as long after each further failure; once a wait of
   /// `backoff_max` was followed by another failure it sleeps (futex) until
-  /// work is pushed where it may take it. Waits up to 2 us spin, longer ones
-  /// sleep (no CPU).
+  /// work is pushed where it may take it. Waits up to 2 us spin; longer ones
+  /// yield the core between looks at the node's queue. A wait ends early
+  /// when a look finds a task there.
   std::chrono::nanoseconds backoff_min{1'000};
   std::chrono::nanoseconds backoff_max{64'000};
+  /// During a yielding wait, the least time between two looks at the node's
+  /// queue (0: a look after every yield). Each look reads every shard's size,
+  /// which a submitting thread writes on every push: idle workers looking
+  /// after every yield made the main thread's pushes slower (16-core
+  /// mir_suite Reduction, bench/results/2026-11-24-16core-deal-ab/backoff-poll/).
+  /// Must be >= 0.
+  std::chrono::nanoseconds backoff_poll{8'000};
   /// Bind each worker to its core (real topologies only; skipped on
   /// synthetic ones, whose cpu ids are not the machine's). Failures ignored.
   bool pin = true;
