@@ -25,13 +25,18 @@
 ///   without the device is slower than the fastest measured by more than δ;
 ///   before ending, sets of one device less that the fits see within
 ///   `verify_gain` (or that drop a share below it) are measured, and the
-///   fastest measured set is kept (docs/balancing.md, "Verified device sets").
+///   fastest measured set is kept, the search's own split measured once more
+///   beside each probe (docs/balancing.md, "Verified device sets").
 ///   When the fits do not agree (work not uniform over the rows) and two
 ///   devices share the unit, measured splits on both sides of equal times
 ///   bracket the balance point: the next split is a safeguarded secant step
 ///   inside the bracket (bisection when the bracket stopped halving), and
 ///   the search ends when the bracket is narrower than half a percent or a
-///   split granule, on the faster end (docs/balancing.md, "Bracketing").
+///   split granule, on the faster end. A device's time there is judged by its
+///   envelope: at most its least time measured at a larger share of its own
+///   (more rows never take less time; noise only adds), so that one slow
+///   pair neither crosses the bracket nor picks its end (docs/balancing.md,
+///   "Bracketing", "Envelope").
 /// - `balance::exhaustive(step)`: every split at `step` (5% default; 1% is the
 ///   oracle the tests compare with), keeping the fastest.
 ///
