@@ -16,6 +16,28 @@ namespace {
 // device that took no measurable time is simply very fast.
 constexpr double min_time = 1e-12;
 
+// The devices a distribution (weights or share percents) gives work to.
+std::vector<bool> active_set(const std::vector<double>& w) {
+  std::vector<bool> set(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) set[i] = w[i] > 0;
+  return set;
+}
+
+// The two devices a < b a distribution gives work to; false unless exactly two.
+bool two_devices(const std::vector<double>& v, std::size_t& a, std::size_t& b) {
+  std::size_t active = 0;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] > 0) (active++ == 0 ? a : b) = i;
+  return active == 2;
+}
+
+// Whether two distributions give work to the same devices.
+bool same_devices(const std::vector<double>& a, const std::vector<double>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if ((a[i] > 0) != (b[i] > 0)) return false;
+  return true;
+}
+
 std::string percent(double f) {
   double p = f * 100;
   char b[32];
@@ -517,10 +539,8 @@ std::vector<double> balance_tuner::next_weights(const std::vector<double>& t, co
 
 std::pair<const balance_tuner::execution*, const balance_tuner::execution*> balance_tuner::bracket_ends(
     const std::vector<double>& v) const {
-  std::size_t a = n_, b = n_, active = 0;
-  for (std::size_t i = 0; i < n_; ++i)
-    if (v[i] > 0) (a == n_ ? a : b) = i, ++active;
-  if (active != 2) return {nullptr, nullptr};
+  std::size_t a = n_, b = n_;
+  if (!two_devices(v, a, b)) return {nullptr, nullptr};
   const execution* lo = nullptr;  // f < 0, largest x
   const execution* hi = nullptr;  // f > 0, smallest x
   for (const auto& e : hist_) {
@@ -540,11 +560,8 @@ double balance_tuner::envelope_time(const execution& e, std::size_t i) const {
   // (One slow pair -- a GPU that spiked in both repeats -- must neither
   // cross the bracket nor pick its end.)
   double t = e.t[i];
-  for (const auto& p : hist_) {
-    bool same = true;
-    for (std::size_t j = 0; j < n_ && same; ++j) same = (p.v[j] > 0) == (e.v[j] > 0);
-    if (same && p.v[i] >= e.v[i] - 1e-9) t = std::min(t, p.t[i]);
-  }
+  for (const auto& p : hist_)
+    if (same_devices(p.v, e.v) && p.v[i] >= e.v[i] - 1e-9) t = std::min(t, p.t[i]);
   return t;
 }
 
@@ -569,8 +586,7 @@ std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector
   const auto [lo, hi] = bracket_ends(v);
   if (!lo) return std::nullopt;
   std::size_t a = n_, b = n_;
-  for (std::size_t i = 0; i < n_; ++i)
-    if (v[i] > 0) (a == n_ ? a : b) = i;
+  two_devices(v, a, b);
   const double x0 = lo->v[a], x1 = hi->v[a], width = x1 - x0;
   double res = 0.5;  // a share percent; at least one granule of either device
   if (rows_ > 0)
@@ -602,8 +618,7 @@ std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector
 }
 
 void balance_tuner::record_set(const std::vector<double>& v, double unit, double imb) {
-  std::vector<bool> set(n_);
-  for (std::size_t i = 0; i < n_; ++i) set[i] = v[i] > 0;
+  std::vector<bool> set = active_set(v);
   for (auto& s : sets_)
     if (s.set == set) {
       if (unit < s.time) s.time = unit, s.w = w_, s.imb = imb;
@@ -698,8 +713,7 @@ void balance_tuner::measured(const std::vector<double>& t, const std::vector<dou
       phase_ = phase::rechecking;
       break;
     case phase::rechecking: {
-      std::vector<bool> end_set(n_);
-      for (std::size_t i = 0; i < n_; ++i) end_set[i] = end_w_[i] > 0;
+      const std::vector<bool> end_set = active_set(end_w_);
       for (auto& s : sets_)
         if (s.set == end_set) s.time = makespan, s.w = end_w_, s.imb = last_imb_;
       conclude(end_w_, end_imb_);  // compare, or probe the next smaller set
@@ -796,9 +810,7 @@ void balance_tuner::conclude(std::vector<double> w, double imb) {
   // Keep the fastest measured set (fewer devices within min_gain); the
   // search's own distribution when that is its set.
   const set_best* pick = pick_set();
-  std::vector<bool> end_set(n_);
-  for (std::size_t i = 0; i < n_; ++i) end_set[i] = end_w_[i] > 0;
-  if (pick->set == end_set) finish(end_w_, end_imb_);
+  if (pick->set == active_set(end_w_)) finish(end_w_, end_imb_);
   else finish(pick->w, pick->imb);
 }
 

@@ -312,20 +312,18 @@ struct deal_scheduler::impl {
   }
 
   // Takes the oldest task of a shard of node v's queue, the shards looked at
-  // from `first` on, while `ok(queue length)` holds; with `share`, also half
-  // the rest of that shard onto share's deque, where the node's other
-  // workers may steal them (workers::task_shard::try_take). A worker never
-  // waits for a lock: a shard whose lock is taken is skipped and reported
-  // as `contended`.
-  template <class Ok>
-  task* take(int v, std::size_t first, Ok ok, bool& contended, worker* share = nullptr) {
+  // from `first` on; with `share`, also half the rest of that shard onto
+  // share's deque, where the node's other workers may steal them
+  // (workers::task_shard::try_take). A worker never waits for a lock: a
+  // shard whose lock is taken is skipped and reported as `contended`.
+  // (Algorithm 2's threshold is the caller's, on the length it read.)
+  task* take(int v, std::size_t first, bool& contended, worker* share = nullptr) {
     node_queue& Q = *nodes[std::size_t(v)];
     const std::size_t S = Q.shards.size();
     auto* dq = share ? &share->dq : nullptr;
     for (std::size_t j = 0; j < S; ++j) {
       shard& sh = *Q.shards[(first + j) % S];
       if (sh.size.load(std::memory_order_relaxed) == 0) continue;
-      if (!ok(Q.length())) return nullptr;
       if (task* t = sh.try_take(dq, contended)) return t;
     }
     return nullptr;
@@ -342,7 +340,7 @@ struct deal_scheduler::impl {
       // One node: with a share onto w's deque (nothing to deal or steal
       // across nodes); else one task, the rest stays where other nodes'
       // workers may steal it.
-      if (task* x = take(n, w.rank, [](std::size_t) { return true; }, contended, N == 1 ? &w : nullptr)) {
+      if (task* x = take(n, w.rank, contended, N == 1 ? &w : nullptr)) {
         if (x->submitter >= 0 && x->submitter != int(w.index) &&
             workers[std::size_t(x->submitter)]->node == n)
           w.steals_same.fetch_add(1, std::memory_order_relaxed);
@@ -364,7 +362,7 @@ struct deal_scheduler::impl {
     if (drain) {
       for (std::size_t v = 0; v < N; ++v)
         if (nodes[v]->has_work())
-          if (task* x = take(int(v), w.index, [](std::size_t) { return true; }, contended)) return x;
+          if (task* x = take(int(v), w.index, contended)) return x;
       for (auto& v : workers)
         if (!v->dq.empty_approx() && v->dq.steal(t) == detail::chase_lev_deque<task*>::steal_result::success)
           return t;
@@ -378,7 +376,7 @@ struct deal_scheduler::impl {
         w.refused.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      if (task* x = take(v, w.index, [&](std::size_t l) { return may_steal(n, v, l); }, contended)) {
+      if (task* x = take(v, w.index, contended)) {
         w.steals_remote.fetch_add(1, std::memory_order_relaxed);
         if (trace::active()) [[unlikely]]  // a traced run is live (docs/observability.md)
           trace::emit_instant("steal", "steal", trace::now_ns(), {{"from_node", v}, {"to", w.index}});
