@@ -262,10 +262,12 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   std::deque<split> splits;
   std::vector<std::size_t> timed_of(cs.size());  // each configuration's variant
   std::vector<sinew::graph*> timed_graph;
+  std::vector<const sinew::node*> timed_map;  // its map, for the steady-state note
   std::vector<std::string> timed_name, timed_note;
   for (std::size_t k = 0; k < singles; ++k) {
     timed_of[k] = k;
-    timed_graph.push_back(&*cs[k].g), timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
+    timed_graph.push_back(&*cs[k].g), timed_map.push_back(&*cs[k].m);
+    timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
   }
   for (std::size_t k = singles; k < cs.size(); ++k) {
     const std::vector<double> w = sinew::device_stats(*cs[k].m).weights;
@@ -286,7 +288,8 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     sp.m = sinew::multi_device_map(devs, sinew::balance::static_weights(w), {.cache = &sp.cache});
     sp.g.emplace(*sp.m);
     sp.timed = timed_of[k] = timed_graph.size();
-    timed_graph.push_back(&*sp.g), timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
+    timed_graph.push_back(&*sp.g), timed_map.push_back(&*sp.m);
+    timed_name.push_back(cs[k].name), timed_note.push_back(cs[k].note);
   }
   std::vector<sb::variant> vs;
   for (std::size_t j = 0; j < timed_graph.size(); ++j) {
@@ -323,11 +326,8 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
       continue;
     }
     const std::size_t t = timed_of[k];
-    const sinew::node& ran = t < singles ? *cs[t].m : *std::find_if(splits.begin(), splits.end(), [t](const split& sp) {
-      return sp.timed == t;
-    })->m;
     ctx.note(tag + cs[k].name + ": " + (timed_name[t] != cs[k].name ? "timed as '" + timed_name[t] + "'; " : std::string()) +
-             steady_state(sinew::device_stats(ran), std::size_t(ctx.reps())));
+             steady_state(sinew::device_stats(*timed_map[t]), std::size_t(ctx.reps())));
     if (cs[k].p.kind == sinew::balance_kind::iterative) iterative = &s;
     if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) optimum = &s;
   }
