@@ -59,6 +59,17 @@ struct summary {
 };
 summary summarize(std::vector<double> v);
 
+/// Round-by-round ratios a[i] / b[i] of two series of one
+/// measure_interleaved call, appended to `out` (rounds where b took no time
+/// are skipped).
+///
+/// \code
+/// std::vector<double> r;
+/// sinew_bench::append_round_ratios(s[0]->seconds, s[1]->seconds, r);
+/// double median = sinew_bench::summarize(r).median;
+/// \endcode
+void append_round_ratios(const std::vector<double>& a, const std::vector<double>& b, std::vector<double>& out);
+
 /// How one variant (one implementation of the benchmark's task) is measured.
 struct variant {
   std::string name;                 ///< e.g. "sinew", "tbb::parallel_for"
@@ -136,7 +147,7 @@ class context {
   /// \code
   /// auto s = ctx.measure_interleaved({va, vb});
   /// std::vector<double> r;
-  /// for (std::size_t i = 0; i < s[0]->seconds.size(); ++i) r.push_back(s[0]->seconds[i] / s[1]->seconds[i]);
+  /// sinew_bench::append_round_ratios(s[0]->seconds, s[1]->seconds, r);
   /// ctx.ratio("a_over_b", sinew_bench::summarize(r).median, 1.0, sinew_bench::lower);
   /// \endcode
   std::vector<const series*> measure_interleaved(const std::vector<variant>& vs);

@@ -27,6 +27,11 @@ std::vector<benchmark>& registry() {
   return r;
 }
 
+void append_round_ratios(const std::vector<double>& a, const std::vector<double>& b, std::vector<double>& out) {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (b[i] > 0) out.push_back(a[i] / b[i]);
+}
+
 summary summarize(std::vector<double> v) {
   summary s;
   s.n = v.size();

@@ -84,7 +84,7 @@ double quantile(std::vector<double> v, double q) {
 /// Round-by-round ratio a[i] / b[i] of two interleaved series.
 std::vector<double> paired(const sb::series& a, const sb::series& b) {
   std::vector<double> r;
-  for (std::size_t i = 0; i < std::min(a.seconds.size(), b.seconds.size()); ++i) r.push_back(a.seconds[i] / b.seconds[i]);
+  sb::append_round_ratios(a.seconds, b.seconds, r);
   return r;
 }
 

@@ -668,9 +668,7 @@ struct paired {
 };
 inline paired paired_ratio(const std::vector<std::pair<const row*, const row*>>& ab) {
   std::vector<double> r;
-  for (auto [a, b] : ab)
-    for (std::size_t i = 0; i < a->seconds.size() && i < b->seconds.size(); ++i)
-      if (b->seconds[i] > 0) r.push_back(a->seconds[i] / b->seconds[i]);
+  for (auto [a, b] : ab) sinew_bench::append_round_ratios(a->seconds, b->seconds, r);
   if (r.empty()) return {};
   std::sort(r.begin(), r.end());
   auto at = [&](double q) { return r[std::size_t(q * double(r.size() - 1) + 0.5)]; };

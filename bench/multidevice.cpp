@@ -141,8 +141,7 @@ struct result_times {
 /// Median over paired rounds of a[i] / b[i] (0 when there are none).
 double paired_median(const std::vector<double>& a, const std::vector<double>& b) {
   std::vector<double> r;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    if (b[i] > 0) r.push_back(a[i] / b[i]);
+  sb::append_round_ratios(a, b, r);
   return r.empty() ? 0.0 : sb::summarize(r).median;
 }
 
