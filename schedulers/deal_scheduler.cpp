@@ -726,13 +726,17 @@ void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_
   impl& p = *p_;
   impl::worker* w = p.me();
   task* t = tl_cache.get();
-  // D of Algorithm 1 (line 2).
-  std::uint64_t total;
-  try {
-    total = detail::hint_bytes(hint, p.N, t->D, "deal_scheduler::submit");
-  } catch (...) {
-    tl_cache.put(t);
-    throw;
+  // D of Algorithm 1 (line 2). A task without one leaves t->D empty: a
+  // fresh task's D would be a heap allocation per submit (an outside
+  // thread's tasks are always fresh: the workers that run them keep them).
+  std::uint64_t total = 0;
+  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+    try {
+      total = detail::hint_bytes(hint, p.N, t->D, "deal_scheduler::submit");
+    } catch (...) {
+      tl_cache.put(t);
+      throw;
+    }
   }
   t->loop = nullptr;
   t->submitter = w ? int(w->index) : -1;
