@@ -143,6 +143,11 @@ class context {
   /// frequency) then hit all variants alike, and `seconds[i]` of the
   /// returned series are paired: all from round i (compare them round by
   /// round). Variants excluded by --variant are not run (empty series).
+  /// With `min_seconds` > 0, short variants get more rounds: as many as
+  /// make the slowest warm-up run times the rounds reach `min_seconds`,
+  /// between `reps()` and 4 x `reps()`. (mir_suite's Map, 1.6 ms: paired
+  /// ratios swing 0.6-1.4 round to round on the 16-core VM, and their
+  /// median over 60 rounds ranged 0.955-1.006 over three runs of one build.)
   ///
   /// \code
   /// auto s = ctx.measure_interleaved({va, vb});
@@ -150,7 +155,7 @@ class context {
   /// sinew_bench::append_round_ratios(s[0]->seconds, s[1]->seconds, r);
   /// ctx.ratio("a_over_b", sinew_bench::summarize(r).median, 1.0, sinew_bench::lower);
   /// \endcode
-  std::vector<const series*> measure_interleaved(const std::vector<variant>& vs);
+  std::vector<const series*> measure_interleaved(const std::vector<variant>& vs, double min_seconds = 0);
   /// One comparison; printed as a RATIO line after the table (dropped when
   /// --variant excluded some variants).
   void ratio(const std::string& name, double value, double target, direction better,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -107,7 +108,7 @@ const series& context::measure(const variant& v) {
   return r_.measurements.back();
 }
 
-std::vector<const series*> context::measure_interleaved(const std::vector<variant>& vs) {
+std::vector<const series*> context::measure_interleaved(const std::vector<variant>& vs, double min_seconds) {
   const bool progress = isatty(2);
   std::vector<series> ss(vs.size());
   std::vector<bool> on(vs.size());
@@ -123,6 +124,7 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
       ss[i].note = "skipped (--variant)";
     }
   }
+  double slowest_warmup = 0;
   auto one = [&](std::size_t i, bool timed) {
     const variant& v = vs[i];
     if (v.setup) v.setup();
@@ -130,6 +132,7 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
     v.run();
     double t1 = now_seconds();
     if (timed) ss[i].seconds.push_back(t1 - t0);
+    else slowest_warmup = std::max(slowest_warmup, t1 - t0);
     if (v.check && first_error[i].empty()) first_error[i] = v.check();
   };
   for (std::size_t i = 0; i < vs.size(); ++i)
@@ -137,6 +140,9 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
       if (progress) std::fprintf(stderr, "\r\033[K  [%s] %s: warm-up", r_.name.c_str(), vs[i].name.c_str());
       for (int w = 0; w < cfg_.warmup; ++w) one(i, false);
     }
+  int rounds = cfg_.reps;
+  if (min_seconds > 0 && slowest_warmup > 0)
+    rounds = int(std::clamp(std::ceil(min_seconds / slowest_warmup), double(cfg_.reps), 4.0 * cfg_.reps));
   // Each round in a new order (shuffled, fixed seed: runs are repeatable).
   // A rotation would keep the cyclic order: every variant would always
   // follow the same one and inherit its after-effects (a GPU left idle by
@@ -146,8 +152,8 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
   std::vector<std::size_t> order(vs.size());
   std::iota(order.begin(), order.end(), std::size_t(0));
   std::mt19937 rng(std::uint32_t(std::hash<std::string>{}(r_.name)));
-  for (int r = 0; r < cfg_.reps; ++r) {
-    if (progress) std::fprintf(stderr, "\r\033[K  [%s] %zu variants: round %d/%d", r_.name.c_str(), vs.size(), r + 1, cfg_.reps);
+  for (int r = 0; r < rounds; ++r) {
+    if (progress) std::fprintf(stderr, "\r\033[K  [%s] %zu variants: round %d/%d", r_.name.c_str(), vs.size(), r + 1, rounds);
     std::shuffle(order.begin(), order.end(), rng);
     for (std::size_t i : order)
       if (on[i]) one(i, true);

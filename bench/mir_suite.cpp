@@ -55,9 +55,10 @@ void run(sb::context& ctx) {
     // The target compares the policies on the same layout, round by round:
     // t(steal) / t(deal) of each round of the interleaved runs. On one node
     // the layouts put every page on the same node, so the rounds of all four
-    // are samples of the same comparison (60 pairs, not 15: single 16-core
-    // runs of Map, 1.6 ms, swung 0.96-1.04 on the auto layout alone); with
-    // several nodes, the auto layout's.
+    // are samples of the same comparison (4 x the rounds: single 16-core
+    // runs of Map, 1.6 ms, swung 0.96-1.04 on the auto layout alone, and
+    // the short programs get up to 60 rounds, run_suite); with several
+    // nodes, the auto layout's.
     std::vector<std::pair<const mir::row*, const mir::row*>> pairs;
     for (const auto& r : rows)
       if (r.program == prog && r.policy == "steal" && r.median_s > 0 && (topo.nodes() == 1 || r.placement == "auto"))
