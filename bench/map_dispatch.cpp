@@ -32,6 +32,12 @@ std::unique_ptr<sinew::scheduler> make_policy(const std::string& p, unsigned thr
   return std::make_unique<sinew::deal_scheduler>(t);
 }
 
+// A check's verdict: the leaves of one call covered `got` of `chunks`.
+std::string covered(std::size_t got, std::size_t chunks) {
+  if (got == chunks) return {};
+  return "the leaves covered " + std::to_string(got) + " of " + std::to_string(chunks) + " chunks";
+}
+
 void run(sb::context& ctx) {
   const unsigned threads = sb::thread_count();
   ctx.param("threads", threads);
@@ -67,7 +73,19 @@ void run(sb::context& ctx) {
                });
              },
          .to_metric = per_call_us,
-         .check = nullptr,
+         // As the policies' check (below), so that both start their next
+         // timed run right after a call of their own.
+         .check =
+             [&]() -> std::string {
+               sink.store(0);
+               sb::peer_arena().execute([&] {
+                 tbb::parallel_for(
+                     tbb::blocked_range<std::size_t>(0, chunks, 1),
+                     [&](const tbb::blocked_range<std::size_t>& r) { sink.fetch_add(r.size(), std::memory_order_relaxed); },
+                     tbb::simple_partitioner());
+               });
+               return covered(sink.load(), chunks);
+             },
          .note = "simple_partitioner, grain 1: one task per chunk"});
     for (std::size_t k = 0; k < scheds.size(); ++k) {
       sinew::scheduler* s = scheds[k].get();
@@ -76,15 +94,24 @@ void run(sb::context& ctx) {
            .unit = "us/call",
            .better = sb::lower,
            .setup = [s] { s->reset_stats(); },
+           // The same leaf as the peer's. (It once added to a shared atomic
+           // for the check: on 16 cores that line took 92% of the time of
+           // 10^5 chunks, 7.0 ms per call against oneTBB's 0.55.)
            .run =
                [&, s] {
                  for (std::size_t c = 0; c < calls; ++c)
-                   s->parallel_for(chunks, 1, [&](std::size_t b, std::size_t e) {
-                     sink.fetch_add(e - b, std::memory_order_relaxed);
-                   });
+                   s->parallel_for(chunks, 1, [](std::size_t b, std::size_t) { sb::do_not_optimize(b); });
                },
            .to_metric = per_call_us,
-           .check = nullptr,
+           // Untimed: one more call whose leaves count what they cover.
+           .check =
+               [&, s]() -> std::string {
+                 sink.store(0);
+                 s->parallel_for(chunks, 1, [&](std::size_t b, std::size_t e) {
+                   sink.fetch_add(e - b, std::memory_order_relaxed);
+                 });
+                 return covered(sink.load(), chunks);
+               },
            .note = std::string(policies[k]) + " policy"});
       if (ser.stats.n && peer.stats.n) {
         const double r = peer.stats.median / ser.stats.median;
@@ -97,7 +124,6 @@ void run(sb::context& ctx) {
                  " loops inline, load balance " + sb::format_double(st.load_balance(), 2));
       }
     }
-    if (sink.load() == 0 && chunks > 0) ctx.error("no chunk ran");
   }
   if (points)
     for (std::size_t k = 0; k < scheds.size(); ++k)
