@@ -497,18 +497,6 @@ struct deal_scheduler::impl {
     }
   }
 
-  // An outside thread waits for its injected loop.
-  void wait_outside(loop_ctx& L) {
-    for (unsigned i = 0; i < 64 && L.remaining.load(std::memory_order_acquire) != 0; ++i)
-      cpu_relax();
-    while (L.remaining.load(std::memory_order_acquire) != 0) {
-      ext_waiters.fetch_add(1, std::memory_order_seq_cst);
-      detail::seq_cst_fence();
-      std::uint32_t e = ext_epoch.load(std::memory_order_seq_cst);
-      if (L.remaining.load(std::memory_order_seq_cst) != 0) futex_wait(ext_epoch, e);
-      ext_waiters.fetch_sub(1, std::memory_order_seq_cst);
-    }
-  }
 
   void worker_main(worker& w) {
     tl_worker = &w;
@@ -828,7 +816,7 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
       if (!away) p.run_task(*w, segs[0]);  // halves onto our node's queue, runs the leftmost block
       p.help_until_done(*w, L);
     } else {
-      p.wait_outside(L);
+      workers::wait_outside(L, p.ext_waiters, p.ext_epoch);
     }
   }
   if (L.error) std::rethrow_exception(L.error);

@@ -446,6 +446,28 @@ inline bool dispatch_inline(loop_ctx& L, std::size_t n, std::size_t workers, std
   return (now_ns() - t0) * (chunks - 1) < inline_ns;
 }
 
+// An outside thread waits for the loop it injected (steal and deal alike):
+// a few looks, then it sleeps on `epoch` (announced by the loop's last
+// finisher when `waiters` is non-zero). Watching `remaining` for 20 us
+// with sched_yield between looks instead cost `steal` 2.3x at 1,000 empty
+// chunks on the 16-core host (the caller, unpinned, took turns with the
+// pinned worker of its core) and gained under 20% at 10 chunks, whose
+// ~10 us a call are the workers' wake-ups, not the caller's
+// (bench/results/2026-11-24-16core-deal-ab/outside-watch/).
+//
+//   workers::wait_outside(L, ext_waiters, ext_epoch);
+inline void wait_outside(const loop_ctx& L, std::atomic<std::uint32_t>& waiters,
+                         std::atomic<std::uint32_t>& epoch) noexcept {
+  for (unsigned i = 0; i < 64 && L.remaining.load(std::memory_order_acquire) != 0; ++i) cpu_relax();
+  while (L.remaining.load(std::memory_order_acquire) != 0) {
+    waiters.fetch_add(1, std::memory_order_seq_cst);
+    seq_cst_fence();
+    const std::uint32_t e = epoch.load(std::memory_order_seq_cst);
+    if (L.remaining.load(std::memory_order_seq_cst) != 0) futex_wait(epoch, e);
+    waiters.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
 // Counters of one worker: written by it, read and reset by anyone.
 struct worker_counters {
   alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
