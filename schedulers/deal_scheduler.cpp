@@ -497,7 +497,6 @@ struct deal_scheduler::impl {
     }
   }
 
-
   void worker_main(worker& w) {
     tl_worker = &w;
 #if defined(__linux__)
@@ -718,7 +717,7 @@ void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_
   // fresh task's D would be a heap allocation per submit (an outside
   // thread's tasks are always fresh: the workers that run them keep them).
   std::uint64_t total = 0;
-  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+  if (detail::hint_has_data(hint)) {
     try {
       total = detail::hint_bytes(hint, p.N, t->D, "deal_scheduler::submit");
     } catch (...) {
@@ -784,7 +783,7 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
   const int local = w ? w->node : p.outside_node();
   int q = local;
   std::vector<std::uint64_t> D;
-  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+  if (detail::hint_has_data(hint)) {
     L.total = detail::hint_bytes(hint, p.N, D, "deal_scheduler::parallel_for_at");
     L.D = D;
     if (L.total != 0 && p.deals(D)) q = p.argmin_cost(D, local);

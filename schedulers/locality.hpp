@@ -12,6 +12,12 @@
 
 namespace sinew::detail {
 
+/// Whether `hint` names data at all (bytes per node or buffers): only then
+/// is there a D to compute (and, for a fresh task, a vector to allocate).
+inline bool hint_has_data(const locality_hint& hint) noexcept {
+  return !hint.bytes_on_node.empty() || !hint.reads.empty();
+}
+
 /// Fills `D` (resized to `nodes`) from `hint.bytes_on_node` if given, else
 /// from `hint.reads` (each buffer's `numa_node()` and `bytes()`; unknown -1
 /// is not counted), and returns sum(D). Throws `sinew::error` naming `who`

@@ -485,7 +485,7 @@ void steal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task
   (w ? w->submitted : p_->sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
   task* t = tl_cache.get();
   t->loop = nullptr;
-  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+  if (detail::hint_has_data(hint)) {
     try {
       t->total = detail::hint_bytes(hint, p_->topo.nodes(), t->D, "steal_scheduler::submit");
     } catch (...) {
@@ -513,7 +513,7 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
   // The hint never moves the loop (this is the baseline): its D is only
   // counted, block by block, where the blocks run.
   std::vector<std::uint64_t> D;
-  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+  if (detail::hint_has_data(hint)) {
     L.total = detail::hint_bytes(hint, p.topo.nodes(), D, "steal_scheduler::parallel_for_at");
     L.D = D;
   }

@@ -172,7 +172,7 @@ unsigned tbb_scheduler::impl::pick(const locality_hint& hint, std::uint64_t& hin
   // submitting task, or the next one round-robin.
   hinted = remote = 0;
   int a = -1;
-  if (!hint.bytes_on_node.empty() || !hint.reads.empty()) {
+  if (detail::hint_has_data(hint)) {
     thread_local std::vector<std::uint64_t> D;
     hinted = detail::hint_bytes(hint, topo.nodes(), D, who);
     if (hinted != 0) {
