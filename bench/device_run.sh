@@ -53,7 +53,7 @@ case "${1:-}" in
     # --quick: each of these finishes in < 30 s on 16 workers (full sizes did not in 60 s)
     bench sched_spawn 60 --quick
     bench sched_grain 60 --quick
-    bench mir_suite 100
+    bench mir_suite 150
     bench numa_sim 50
     bench map_dispatch 40 --quick
     bench multidevice_series 60
@@ -74,7 +74,7 @@ case "${1:-}" in
     one sched_spawn 25 --quick
     one sched_grain 45 --quick
     one map_dispatch 25 --quick
-    one mir_suite 100
+    one mir_suite 150  # 53 s quiet (60 rounds for Map and Reduction since a8b7991), 73 s on a busy host
     one numa_sim 40
     one group_leaves 60
     grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
