@@ -209,9 +209,12 @@ int main(int argc, char** argv) {
   }
 
   sb::machine_info m = sb::describe_machine();
-  std::printf("sinew-bench: sinew %s%s%s | %s | %u logical CPUs (%u cores) | host %s\n", m.sinew_version.c_str(),
-              m.git_commit.empty() ? "" : " @ ", m.git_commit.c_str(), m.cpu_model.c_str(), m.logical_cpus,
-              m.physical_cores, m.hostname.c_str());
+  // The library's own commit; the checkout's only where it differs.
+  const bool other_checkout = !m.git_commit.empty() && m.git_commit != m.build_commit;
+  std::printf("sinew-bench: sinew %s built from %s%s%s | %s | %u logical CPUs (%u cores) | host %s\n",
+              m.sinew_version.c_str(), m.build_commit.c_str(), other_checkout ? ", checkout @ " : "",
+              other_checkout ? m.git_commit.c_str() : "", m.cpu_model.c_str(), m.logical_cpus, m.physical_cores,
+              m.hostname.c_str());
   std::printf("             %s | %s %s | oneTBB %s | OpenMP %s | threads %u | sinew scheduler %s x%u\n",
               m.compiler.c_str(), m.build_type.empty() ? "build type ?" : m.build_type.c_str(),
               m.build_flags.empty() ? m.build_flags_from_macros.c_str() : m.build_flags.c_str(), m.tbb_version.c_str(),

@@ -202,6 +202,7 @@ machine_info describe_machine() {
     m.date = buf;
   }
   m.sinew_version = sinew::version_string();
+  m.build_commit = sinew::build_commit();
   m.tbb_version = TBB_runtime_version();
 #if defined(_OPENMP)
   m.openmp = std::to_string(_OPENMP);
@@ -298,6 +299,7 @@ bool write_json(const std::string& path, const machine_info& m, const config& c,
     << "    \"date\": " << q(m.date) << ",\n"
     << "    \"sinew_version\": " << q(m.sinew_version) << ",\n"
     << "    \"git_commit\": " << q(m.git_commit) << ",\n"
+    << "    \"build_commit\": " << q(m.build_commit) << ",\n"
     << "    \"tbb_version\": " << q(m.tbb_version) << ",\n"
     << "    \"openmp\": " << q(m.openmp) << ",\n"
     << "    \"sinew_scheduler\": " << q(m.sinew_scheduler) << ",\n"

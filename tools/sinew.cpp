@@ -30,7 +30,8 @@ int report_error(const std::exception& e) {
 int main(int argc, char** argv) {
   using namespace sinew_cli;
   CLI::App app{"Sinew data-flow skeleton engine: run JSON-defined streaming graphs", "sinew"};
-  app.set_version_flag("--version", std::string("sinew ") + sinew::version_string(), "Print the version and exit");
+  app.set_version_flag("--version", std::string("sinew ") + sinew::version_string() + " (" + sinew::build_commit() + ")",
+                       "Print the version and exit");
   app.require_subcommand(1);
 
   command_table table;
