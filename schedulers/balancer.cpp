@@ -586,7 +586,7 @@ std::optional<std::vector<double>> balance_tuner::bracket_step(const std::vector
   const auto [lo, hi] = bracket_ends(v);
   if (!lo) return std::nullopt;
   std::size_t a = n_, b = n_;
-  two_devices(v, a, b);
+  two_devices(v, a, b);  // true: bracket_ends found a bracket, so v has exactly two
   const double x0 = lo->v[a], x1 = hi->v[a], width = x1 - x0;
   double res = 0.5;  // a share percent; at least one granule of either device
   if (rows_ > 0)

@@ -322,7 +322,6 @@ struct steal_scheduler::impl {
     }
   }
 
-
   void worker_main(worker& w) {
     tl_worker = &w;
 #if defined(__linux__)
