@@ -1,9 +1,15 @@
 #!/bin/bash
 # Runs on the 16-core device machine (one H200 or H100; its OpenCL loader
 # lists PoCL and NVIDIA CUDA). Binaries are built here and carried.
-#   bash bench/device_run.sh prepare            # here: from build-lead/ (Release) and build-fuzz/ (make fuzz)
-#   bash dev-carry/run.sh devices|schedulers|sched16|fuzz|e2e|opencl   # on the device, dev-carry carried; results in $OUT
-#   (CARRY=<dir> when the carried folder has another name)
+#   bash bench/device_run.sh prepare        # here: from build-lead/ (BUILD=<dir>; Release) and build-fuzz/ (make fuzz)
+#   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
+#                                           #   -> $OUT/MODE-<N>core.tar.gz
+#   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
+# MODE: devices | sched16 | e2e | opencl | pipeline | fuzz (below). A mode writes
+# the same file names every time, so `install` REPLACES the previous run's files
+# of those names (a .json/.txt pair whole: a benchmark killed by its timeout
+# leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
+# build commit, command; bench/runs_tsv.sh). bench/results/README.md lists the files.
 set -uo pipefail
 if [ "${1:-}" = prepare ]; then
   B=${BUILD:-build-lead}
@@ -31,102 +37,115 @@ if [ "${1:-}" = prepare ]; then
     cp build-fuzz/fuzz/fuzz_* dev-carry/fuzz/
     cp -L build-fuzz/libsinew.so.0 dev-carry/fuzz/
     strip --strip-debug dev-carry/fuzz/*
+    # the fuzz build's commit (cmake/build_commit.cmake), for fuzz-*.log's line in runs.tsv
+    sed -n 's/.*"\(.*\)".*/\1/p' build-fuzz/generated/sinew_build_commit.h > dev-carry/fuzz/build_commit 2>/dev/null
   fi
   cp "$0" dev-carry/run.sh
+  cp "$(dirname "$0")/runs_tsv.sh" dev-carry/
   du -sh dev-carry
   exit 0
 fi
-root=$PWD
+if [ "${1:-}" = install ]; then
+  shift
+  source "$(dirname "$0")/runs_tsv.sh"
+  for t in "$@"; do
+    tmp=$(mktemp -d)
+    tar xzf "$t" -C "$tmp" || exit 1
+    for src in "$tmp"/*core; do
+      dest=bench/results/$(basename "$src")
+      mkdir -p "$dest"
+      for f in "$src"/*; do  # first the previous run's files of these names
+        n=$(basename "$f")
+        [ "$n" = runs.tsv ] && continue
+        forget "$dest" "$n" "${n%.*}.json" "${n%.*}.txt"
+        [ -d "$f" ] && rm -rf "${dest:?}/${n:?}"  # a fuzz harness's crashes
+      done
+      for f in "$src"/*; do
+        [ "$(basename "$f")" = runs.tsv ] || cp -r "$f" "$dest/"
+      done
+      merge_runs "$dest" < "$src/runs.tsv"
+      echo "install: $t -> $dest/"
+    done
+    rm -rf "$tmp"
+  done
+  exit 0
+fi
+mode=${1:-}
 carry=${CARRY:-dev-carry}
-export LD_LIBRARY_PATH=$root/$carry
-cd "$carry"
-bench() {  # bench NAME SECONDS [options...]: one benchmark, JSON and text in $OUT
-  local name=$1 secs=$2; shift 2
-  timeout "$secs" ./sinew-bench "$name" "$@" --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
-  echo "$name rc=$?" >> "$OUT/$name.txt"
+case "$mode" in
+  devices|sched16|e2e|opencl|pipeline|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|pipeline|fuzz" >&2
+     exit 2 ;;
+esac
+root=$PWD
+export LD_LIBRARY_PATH=$root/$carry SINEW_KERNELS_DIR=$root/graphs/kernels
+cd "$carry" || exit 2
+source ./runs_tsv.sh
+m=$(nproc)core
+d=$OUT/$m && mkdir -p "$d"
+BUILD_COMMIT=$(./sinew --version 2>/dev/null | sed -n 's/.*(\(.*\))$/\1/p')
+machine() {  # the machine's description, $d/machine.txt
+  { nproc; lscpu | head -20; ./sinew devices; ./sinew --version; } > "$d/machine.txt" 2>&1
+  record "$d" "bash $carry/run.sh $mode: { nproc; lscpu | head -20; ./sinew devices; ./sinew --version; }" machine.txt
 }
-case "${1:-}" in
+one() {  # one STEM SECONDS EXECUTABLE ARGS...: one process, JSON and text in $d
+  local stem=$1 secs=$2 exe=$3
+  shift 3
+  timeout "$secs" "$exe" "$@" --json "$d/$stem.json" > "$d/$stem.txt" 2>&1
+  echo "$stem rc=$?" >> "$d/$stem.txt"
+  record "$d" "bash $carry/run.sh $mode: timeout $secs $exe $* --json $stem.json > $stem.txt" "$stem.json" "$stem.txt"
+}
+case "$mode" in
   devices)
-    { nproc; lscpu | head -20; ./sinew devices; ./sinew --version; } > "$OUT/machine.txt" 2>&1 ;;
-  schedulers)  # issues 3, 4, 6
-    { nproc; lscpu | head -20; ./sinew devices; } > "$OUT/machine.txt" 2>&1
+    machine ;;
+  sched16)  # issues 3, 6: scheduler tests on 16 real cores, the scheduler suite and group_leaves, < 7 min
+    machine
+    { timeout 90 ./sinew-tests "[scheduler],[sched3],[steal],[deal]" ; echo "sinew-tests rc=$?"; } > "$d/scheduler-tests.txt" 2>&1
+    record "$d" "bash $carry/run.sh $mode: timeout 90 ./sinew-tests \"[scheduler],[sched3],[steal],[deal]\"" scheduler-tests.txt
     # --quick: each of these finishes in < 30 s on 16 workers (full sizes did not in 60 s)
-    bench sched_spawn 60 --quick
-    bench sched_grain 60 --quick
-    bench mir_suite 150
-    bench numa_sim 50
-    bench map_dispatch 40 --quick
-    bench multidevice_series 60
-    bench multidevice_unbalanced 60
-    bench multidevice_saxpy 40
-    bench opencl_leaves 30
-    bench group_leaves 50 ;;
-  sched16)  # issues 3, 6: scheduler tests on 16 real cores, the scheduler suite and group_leaves,
-            # < 7 min; one tarball $OUT/sched-16core.tar.gz
-    stem=$(date -u +%F)-16core-sched; d=$OUT/$stem && mkdir -p "$d"
-    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
-    { timeout 90 ./sinew-tests "[scheduler],[sched3],[steal],[deal]" ; echo "sinew-tests rc=$?"; } > "$d/tests.txt" 2>&1
-    one() {  # one NAME SECONDS [options]: one benchmark, JSON and text in $d
-      local name=$1 secs=$2; shift 2
-      timeout "$secs" ./sinew-bench "$name" "$@" --json "$d/$name.json" > "$d/$name.txt" 2>&1
-      echo "$name rc=$?" >> "$d/$name.txt"
-    }
-    one sched_spawn 25 --quick
-    one sched_grain 45 --quick
-    one map_dispatch 25 --quick
-    one mir_suite 150  # 53 s quiet (60 rounds for Map and Reduction since a8b7991), 73 s on a busy host
-    one numa_sim 40
-    one group_leaves 60
-    grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
-    tar czf "$OUT/sched-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
-  fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560)
+    one sched_spawn 25 ./sinew-bench sched_spawn --quick
+    one sched_grain 45 ./sinew-bench sched_grain --quick
+    one map_dispatch 25 ./sinew-bench map_dispatch --quick
+    one mir_suite 150 ./sinew-bench mir_suite  # 53 s quiet (60 rounds for Map and Reduction since a8b7991), 73 s on a busy host
+    one numa_sim 40 ./sinew-bench numa_sim
+    one group_leaves 60 ./sinew-bench group_leaves ;;
+  e2e)  # issue 7: every 16-core number of docs/performance.md but pipeline_overhead (mode pipeline), < 8 min.
+    machine
+    # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
+    # peak_flops before nbody: its notes compare with the measured peak.
+    # farm_grain's full sweep did not end in 50 s (16 runs of 3 grains x 2
+    # runtimes x 5 core counts), so --quick; queue_handoff full size (10^7
+    # items). Timeouts add up to 530 s.
+    one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
+    one e2e-image_pipeline 110 ./sinew-bench image_pipeline
+    one e2e-farm_grain 90 ./sinew-bench farm_grain --quick
+    one e2e-queue 120 ./sinew-bench queue_handoff
+    [ -x ./sinew-bench-starpu ] && one e2e-starpu 80 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
+  opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
+    machine
+    one multidevice_unbalanced 200 ./sinew-bench multidevice_unbalanced
+    one multidevice_series 90 ./sinew-bench multidevice_series
+    one multidevice_saxpy 60 ./sinew-bench multidevice_saxpy
+    one cpp_vs_opencl_cpu 150 ./sinew-bench cpp_vs_opencl_cpu
+    one opencl_leaves 60 ./sinew-bench opencl_leaves ;;
+  pipeline)  # pipeline_overhead at full size: about 200 s on 16 cores
+    machine
+    one pipeline_overhead 400 ./sinew-bench pipeline_overhead ;;
+  fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560): fuzz-<harness>.log, crashes in fuzz-<harness>/
     export LD_LIBRARY_PATH=$root/$carry/fuzz:$root/$carry
+    BUILD_COMMIT=$(cat fuzz/build_commit 2>/dev/null)
     secs=${FUZZ_SECONDS:-560}
     for h in fuzz/fuzz_*; do
       short=$(basename "$h"); short=${short#fuzz_}
-      mkdir -p "$OUT/fuzz/$short"
+      mkdir -p "$d/fuzz-$short"
       scratch=$(mktemp -d)
-      "$h" "$scratch" "$root/tests/fuzz/corpus/$short" -max_total_time="$secs" -max_len=65536 -timeout=20 \
-        -artifact_prefix="$OUT/fuzz/$short/" -print_final_stats=1 > "$OUT/fuzz/$short.log" 2>&1 &
+      args="-max_total_time=$secs -max_len=65536 -timeout=20 -print_final_stats=1"
+      # shellcheck disable=SC2086
+      "$h" "$scratch" "$root/tests/fuzz/corpus/$short" $args -artifact_prefix="$d/fuzz-$short/" \
+        > "$d/fuzz-$short.log" 2>&1 &
+      record "$d" "bash $carry/run.sh $mode: $h <scratch dir> tests/fuzz/corpus/$short $args" "fuzz-$short.log"
     done
-    wait ;;
-  e2e)  # issue 7: every 16-core number of docs/performance.md, full sizes, < 8 min;
-         # one tarball $OUT/e2e-16core.tar.gz (unpack into bench/results/)
-    export SINEW_KERNELS_DIR=$root/graphs/kernels
-    stem=$(date -u +%F)-16core-e2e; d=$OUT/$stem && mkdir -p "$d"
-    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
-    group() {  # group STEM SECONDS EXECUTABLE ARGS...: one process, JSON and text in $d
-      local stem=$1 secs=$2 exe=$3; shift 3
-      timeout "$secs" "$exe" "$@" --json "$d/$stem.json" > "$d/$stem.txt" 2>&1
-      echo "$stem rc=$?" >> "$d/$stem.txt"
-    }
-    # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
-    # peak_flops before nbody: its notes compare with the measured peak.
-    # (pipeline_overhead at 16 cores: 2026-11-22-16core-h200host.json;
-    # pipeline_overhead alone takes 150 s there.) farm_grain's full sweep did
-    # not end in 50 s (16 runs of 3 grains x 2 runtimes x 5 core counts), so
-    # --quick; queue_handoff full size (10^7 items). Timeouts add up to 530 s.
-    group 16core-e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
-    group 16core-e2e-image_pipeline 110 ./sinew-bench image_pipeline
-    group 16core-e2e-farm_grain 90 ./sinew-bench farm_grain --quick
-    group 16core-e2e-queue 120 ./sinew-bench queue_handoff
-    [ -x ./sinew-bench-starpu ] && group 16core-e2e-starpu 80 ./sinew-bench-starpu starpu_series starpu_saxpy
-    tar czf "$OUT/e2e-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
-  opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min;
-           # one tarball $OUT/opencl-16core.tar.gz (unpack into bench/results/)
-    export SINEW_KERNELS_DIR=$root/graphs/kernels
-    stem=$(date -u +%F)-16core-opencl; d=$OUT/$stem && mkdir -p "$d"
-    { nproc; lscpu | head -20; ./sinew devices; } > "$d/machine.txt" 2>&1
-    one() {  # one NAME SECONDS: one benchmark, JSON and text in $d
-      timeout "$2" ./sinew-bench "$1" --json "$d/$1.json" > "$d/$1.txt" 2>&1
-      echo "$1 rc=$?" >> "$d/$1.txt"
-    }
-    one multidevice_unbalanced 200
-    one multidevice_series 90
-    one multidevice_saxpy 60
-    one cpp_vs_opencl_cpu 120
-    one opencl_leaves 60
-    grep -h '^RATIO' "$d"/*.txt > "$d/ratios.txt"
-    tar czf "$OUT/opencl-16core.tar.gz" -C "$OUT" "$stem" && rm -rf "$d" ;;
-  *) echo "usage: run.sh devices|schedulers|sched16|fuzz|e2e|opencl" >&2; exit 2 ;;
+    wait
+    rmdir "$d"/fuzz-*/ 2>/dev/null ;;  # no crash: no folder
 esac
+tar czf "$OUT/$mode-$m.tar.gz" -C "$OUT" "$m" && rm -rf "$d"

@@ -1,24 +1,29 @@
 #!/usr/bin/env python3
 """Fills the tables of docs/performance.md from committed sinew-bench JSON results.
 
-    python3 bench/perf_tables.py \\
-        --machine "2 cores" bench/results/2026-11-22-2core-pipeline-final.json 'bench/results/2026-11-22-2core-e2e/*.json' \\
-        --machine "16 cores" bench/results/2026-11-22-16core-h200host.json 'bench/results/2026-11-23-16core-e2e/*.json' \\
-        --missing "16 cores" farm_grain "no result: killed by its timeout (rc=124)" \\
-        --doc docs/performance.md
+    python3 bench/perf_tables.py --doc docs/performance.md      # every bench/results/<N>core/ folder
+    python3 bench/perf_tables.py --doc docs/performance.md \\
+        --machine "2 cores" bench/results/2core --machine "16 cores" bench/results/16core \\
+        --missing "16 cores" farm_grain "no result: killed by its timeout (rc=124)"
 
 Every table of the document sits between `<!-- table:NAME -->` and
 `<!-- /table:NAME -->`; this script rewrites what is between them (and
 nothing else), one row per case and machine, so that every number in the
 tables is a median (or min..max spread) read from a results file, or a ratio
-of two of them. A machine whose files lack a benchmark gets a row saying
-which command produces it, or the text given with --missing LABEL BENCHMARK
-TEXT (e.g. why a run that was made has no result). Without --doc the tables
-are printed.
+of two of them. A machine is a label and its results: JSON files, globs, or
+folders (their *.json); without --machine, every bench/results/<N>core/
+folder, labelled "<N> cores" (bench/results/README.md). Where a machine's
+files hold a benchmark twice, the newest run (machine.date) counts. Under
+each table a note names, per machine, the files it read and their build
+commits (the folder's runs.tsv, else the JSON's build_commit). A machine
+whose files lack a benchmark gets a row saying which command produces it,
+or the text given with --missing LABEL BENCHMARK TEXT (e.g. why a run that
+was made has no result). Without --doc the tables are printed.
 """
 import argparse
 import glob
 import json
+import os
 import re
 import sys
 
@@ -26,21 +31,40 @@ PENDING = "not measured yet: `bash dev-carry/run.sh e2e` on the device (bench/de
 MISSING = {}  # (machine label, benchmark) -> text of its row when the files lack the benchmark (--missing)
 
 
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def build_of(path, machine):
+    """The build commit of a results file: its line in the folder's runs.tsv, else the JSON's."""
+    try:
+        with open(os.path.join(os.path.dirname(path), "runs.tsv")) as fh:
+            for line in fh:
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) > 2 and cols[0] == os.path.basename(path) and cols[2]:
+                    return cols[2].split()[0]
+    except OSError:
+        pass
+    return machine.get("build_commit") or "?"
+
+
 class Machine:
     def __init__(self, label, files):
         self.label = label
         self.files = files
-        self.benches = {}  # name -> benchmark dict (a later file wins)
+        self.benches = {}  # name -> benchmark dict (the newest run wins)
         self.machine = {}
         for f in files:
             with open(f) as fh:
                 doc = json.load(fh)
             if not str(doc.get("schema", "")).startswith("sinew-bench/"):
                 sys.exit("perf_tables.py: %s is not a sinew-bench result" % f)
+            m = doc.get("machine", {})
             for b in doc.get("benchmarks", []):
-                b["_file"] = f
-                self.benches[b["name"]] = b
-            self.machine = doc.get("machine", self.machine)
+                b["_file"], b["_date"], b["_build"] = f, m.get("date", ""), build_of(f, m)
+                old = self.benches.get(b["name"])
+                if not old or b["_date"] >= old["_date"]:
+                    self.benches[b["name"]] = b
+            self.machine = m or self.machine
 
     def bench(self, name):
         return self.benches.get(name)
@@ -116,12 +140,18 @@ def pending_row(machine, ncols, bench=None):
 
 
 def load_note(machines, benches):
+    """Per machine: the files the rows come from, their builds, and the other processes' load."""
     parts = []
     for mc in machines:
+        srcs = []
+        for b in filter(None, map(mc.bench, benches)):
+            src = "`%s` (build %s)" % (os.path.relpath(b["_file"], RESULTS), b["_build"])
+            if src not in srcs:
+                srcs.append(src)
         ls = [(b, mc.loaded(b)) for b in benches if mc.loaded(b) is not None]
-        if ls:
-            parts.append("%s: other processes used %s cores on average while these ran" %
-                         (mc.label, ", ".join("%s %.2f" % (b, l) for b, l in ls)))
+        if srcs:
+            parts.append("%s, %s: other processes used %s cores on average while these ran" %
+                         (mc.label, ", ".join(srcs), ", ".join("%s %.2f" % (b, l) for b, l in ls)))
     return ("\n\n" + "; ".join(parts) + ".") if parts else ""
 
 
@@ -295,14 +325,36 @@ def t_overhead(ms):
         load_note(ms, ["map_saxpy", "pipeline_overhead"])
 
 
+# The benchmarks of issue 7's suite, whose RATIO lines the report counts.
+SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image_pipeline", "farm_grain",
+         "queue_handoff", "starpu_series", "starpu_saxpy")
+
+
+def t_ratios(ms):
+    rows = []
+    for mc in ms:
+        lines = [r for b in filter(None, map(mc.bench, SUITE)) for r in b.get("ratios", []) if r.get("value") is not None]
+        if not lines:
+            rows.append(pending_row(mc, 3, "workloads"))
+            continue
+        met = ["`%s` %s" % (r["name"], fmt(r["value"], 3)) for r in lines if r.get("met")]
+        missed = ["`%s` %s (%s %g)" % (r["name"], fmt(r["value"], 3), "≤" if r["better"] == "lower" else "≥", r["target"])
+                  for r in lines if not r.get("met")]
+        rows.append(["%s: %d of %d met" % (mc.label, len(met), len(lines)), "; ".join(met) or "—",
+                     "; ".join(missed) or "—"])
+    return table(["machine", "met", "missed (value, target)"], rows) + load_note(ms, SUITE)
+
+
 TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
-          "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead}
+          "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
+          "ratios": t_ratios}
 
 
 def main():
     ap = argparse.ArgumentParser(description="Fill docs/performance.md's tables from sinew-bench JSON results.")
-    ap.add_argument("--machine", nargs="+", action="append", metavar=("LABEL", "FILE"), required=True,
-                    help="a machine's label and its results files (globs allowed); repeat per machine")
+    ap.add_argument("--machine", nargs="+", action="append", metavar=("LABEL", "FILE"),
+                    help="a machine's label and its results: files, globs or folders (their *.json); repeat per "
+                         "machine (default: every bench/results/<N>core/ folder as '<N> cores')")
     ap.add_argument("--missing", nargs=3, action="append", default=[], metavar=("LABEL", "BENCHMARK", "TEXT"),
                     help="the row text of machine LABEL when its files lack BENCHMARK (default: the 'not measured "
                          "yet' line); repeatable")
@@ -310,11 +362,15 @@ def main():
     args = ap.parse_args()
     for label, bench, text in args.missing:
         MISSING[(label, bench)] = text
+    if not args.machine:
+        dirs = [d for d in glob.glob(os.path.join(RESULTS, "*core")) if os.path.basename(d)[:-4].isdigit()]
+        args.machine = [["%s cores" % os.path.basename(d)[:-4], d]
+                        for d in sorted(dirs, key=lambda d: int(os.path.basename(d)[:-4]))]
     machines = []
     for spec in args.machine:
         files = []
         for pat in spec[1:]:
-            got = sorted(glob.glob(pat))
+            got = sorted(glob.glob(os.path.join(pat, "*.json") if os.path.isdir(pat) else pat))
             if not got:
                 print("perf_tables.py: %s: no such file (the machine's rows say 'not measured yet')" % pat,
                       file=sys.stderr)

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Plots sinew-bench JSON results (bench/results/*.json) as PNG files.
+"""Plots sinew-bench JSON results (bench/results/<N>core/*.json) as PNG files.
 
-    python3 bench/plot.py                          # every bench/results/*.json -> docs/img/
-    python3 bench/plot.py bench/results/x.json -o /tmp/img
+    python3 bench/plot.py                          # every bench/results/<N>core/*.json -> docs/img/
+    python3 bench/plot.py bench/results/2core/e2e-queue.json -o /tmp/img
     python3 bench/plot.py A.json B.json --ratios wl_ --ratios nbody   # docs/img/ratios-wl_.png, ...
 
 One PNG per (results file, benchmark): a horizontal bar per variant showing
 its median metric with the min..max spread as an error bar, grouped and
 coloured by variant kind (sinew, tbb, openmp, opencl, other). Files are
-named bench-<results file stem>-<benchmark>.png. The STREAM triad limit of
+named bench-<results file stem>-<benchmark>.png, the stem prefixed with the
+machine folder (bench/results/16core/e2e-queue.json: bench-16core-e2e-queue-
+queue_handoff.png). The STREAM triad limit of
 the file (machine.stream_triad_GBps), when present, is drawn as a dashed
 line on plots whose unit is GB/s. Needs matplotlib:
 
@@ -73,9 +75,16 @@ def plot_benchmark(plt, bench, machine, out_path):
     return True
 
 
+def stem(path):
+    """The results file's name without .json, after its machine folder's name (bench/results/<N>core/)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return "%s-%s" % (folder, name) if folder.endswith("core") and folder[:-4].isdigit() else name
+
+
 def machine_label(doc, path):
     m = doc.get("machine", {})
-    return "%s threads (%s)" % (m.get("sinew_scheduler_threads", m.get("logical_cpus", "?")), os.path.basename(path))
+    return "%s threads (%s)" % (m.get("sinew_scheduler_threads", m.get("logical_cpus", "?")), stem(path))
 
 
 def plot_ratios(plt, docs, pattern, out_path):
@@ -124,7 +133,7 @@ def plot_ratios(plt, docs, pattern, out_path):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description="Plot sinew-bench JSON results as PNG files.")
-    ap.add_argument("files", nargs="*", help="JSON results (default: bench/results/*.json)")
+    ap.add_argument("files", nargs="*", help="JSON results (default: bench/results/<N>core/*.json)")
     ap.add_argument("-o", "--out", default=os.path.join(here, "..", "docs", "img"), help="output directory")
     ap.add_argument("--ratios", metavar="PATTERN", action="append", default=[],
                     help="instead of per-benchmark plots: one PNG per PATTERN with the RATIO values whose name "
@@ -139,9 +148,9 @@ def main():
     except ImportError:
         sys.exit("plot.py needs matplotlib, which %s cannot import: apt-get install -y python3-matplotlib "
                  "(then run it with /usr/bin/python3), or pip install matplotlib" % sys.executable)
-    files = args.files or sorted(glob.glob(os.path.join(here, "results", "*.json")))
+    files = args.files or sorted(glob.glob(os.path.join(here, "results", "*core", "*.json")))
     if not files:
-        sys.exit("plot.py: no JSON results given and none in bench/results/")
+        sys.exit("plot.py: no JSON results given and none in bench/results/<N>core/")
     os.makedirs(args.out, exist_ok=True)
     written = 0
     if args.ratios:
@@ -171,9 +180,8 @@ def main():
         if not str(doc.get("schema", "")).startswith("sinew-bench/"):
             print("plot.py: %s: not a sinew-bench result (schema %r), skipped" % (f, doc.get("schema")), file=sys.stderr)
             continue
-        stem = os.path.splitext(os.path.basename(f))[0]
         for b in doc.get("benchmarks", []):
-            out = os.path.join(args.out, "bench-%s-%s.png" % (stem, b["name"]))
+            out = os.path.join(args.out, "bench-%s-%s.png" % (stem(f), b["name"]))
             if plot_benchmark(plt, b, doc.get("machine", {}), out):
                 print(out)
                 written += 1
