@@ -16,8 +16,8 @@
 
 #include <oneapi/tbb/version.h>
 #include <sinew/opencl/platform.hpp>
-#include <sinew/scheduler.hpp>
-#include <sinew/version.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/engine/version.hpp>
 
 #if defined(SINEW_BENCH_HAVE_OPENMP)
 #include <omp.h>

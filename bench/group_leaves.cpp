@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include <sinew/detail/group_examples.hpp>
+#include "group_examples.hpp"
 #include <sinew/detail/group_opencl.hpp>
-#include <sinew/group_kernel.hpp>
+#include <sinew/skeletons/group_kernel.hpp>
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include <sinew/placement.hpp>
-#include <sinew/scheduler.hpp>
-#include <sinew/topology.hpp>
+#include <sinew/schedulers/placement.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/schedulers/topology.hpp>
 
 namespace mir {
 

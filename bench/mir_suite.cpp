@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"
@@ -22,13 +23,9 @@ namespace sb = sinew_bench;
 // The machine's policies: over its topology when it has several NUMA nodes
 // (one worker per core), else `--threads` workers on one node.
 std::unique_ptr<sinew::scheduler> make_policy(const sinew::topology& t, const std::string& p, unsigned threads) {
-  const bool numa = t.nodes() > 1;
-  if (p == "tbb") return numa ? std::make_unique<sinew::tbb_scheduler>(t) : std::make_unique<sinew::tbb_scheduler>(threads);
-  if (p == "steal")
-    return numa ? std::make_unique<sinew::steal_scheduler>(t) : std::make_unique<sinew::steal_scheduler>(threads);
-  sinew::topology d = t;
-  if (!numa && t.total_cores() != threads) d = sinew::topology::synthetic(1, threads, {}, t.llc_bytes());
-  return std::make_unique<sinew::deal_scheduler>(d);
+  sinew::scheduler_options o{.threads = threads};
+  if (t.nodes() > 1) o.topology = t;
+  return sinew::make_scheduler(p, o);
 }
 
 void run(sb::context& ctx) {

@@ -33,12 +33,12 @@
 #include <string>
 #include <vector>
 
-#include <sinew/host_executor.hpp>
-#include <sinew/multi_device_map.hpp>
+#include <sinew/opencl/host_executor.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/kernel.hpp>
-#include <sinew/simulated_device.hpp>
+#include <sinew/opencl/simulated_device.hpp>
 #include <sinew/sinew.hpp>
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"
@@ -27,9 +28,7 @@ sinew::topology sim_topology() {
 }
 
 std::unique_ptr<sinew::scheduler> make_policy(const sinew::topology& t, const std::string& p) {
-  if (p == "tbb") return std::make_unique<sinew::tbb_scheduler>(t);
-  if (p == "steal") return std::make_unique<sinew::steal_scheduler>(t);
-  return std::make_unique<sinew::deal_scheduler>(t);
+  return sinew::make_scheduler(p, {.topology = t});
 }
 
 void run(sb::context& ctx) {

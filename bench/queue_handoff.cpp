@@ -15,8 +15,8 @@
 #include <vector>
 
 #include <oneapi/tbb/concurrent_queue.h>
-#include <sinew/bounded_queue.hpp>
-#include <sinew/spsc_queue.hpp>
+#include <sinew/engine/bounded_queue.hpp>
+#include <sinew/engine/spsc_queue.hpp>
 
 #include "bench.hpp"
 

@@ -17,6 +17,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
+#include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"
@@ -29,14 +30,7 @@ namespace sb = sinew_bench;
 void spin(std::uint32_t iters) { sb::do_not_optimize(sb::burn(1.5f, iters)); }
 
 std::unique_ptr<sinew::scheduler> make_policy(const std::string& p, unsigned threads) {
-  if (p == "tbb") return std::make_unique<sinew::tbb_scheduler>(threads);
-  if (p == "steal") return std::make_unique<sinew::steal_scheduler>(threads);
-  // deal: the machine's topology (1 node x N cores here) for N workers, a
-  // synthetic 1 x 1 for one, a synthetic 1 x threads when --threads asks
-  // for fewer workers than cores.
-  sinew::topology t = sinew::topology::current();
-  if (t.total_cores() != threads) t = sinew::topology::synthetic(1, threads);
-  return std::make_unique<sinew::deal_scheduler>(t);
+  return sinew::make_scheduler(p, {.threads = threads});
 }
 
 struct grain {

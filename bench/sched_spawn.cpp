@@ -23,6 +23,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
+#include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"
@@ -106,12 +107,6 @@ std::string check_count(std::uint64_t got, std::uint64_t want) {
 
 /// The `deal` policy over the machine's topology (1 node x N cores here),
 /// or over a synthetic 1 x threads when --threads asks for fewer workers.
-std::unique_ptr<sinew::scheduler> make_deal(unsigned threads) {
-  sinew::topology t = sinew::topology::current();
-  if (t.total_cores() != threads) t = sinew::topology::synthetic(1, threads);
-  return std::make_unique<sinew::deal_scheduler>(t);
-}
-
 void run(sb::context& ctx) {
   const unsigned depth = ctx.quick() ? 16 : 20;
   const std::uint64_t tree_tasks = (std::uint64_t(2) << depth) - 1;
@@ -140,11 +135,8 @@ void run(sb::context& ctx) {
   // ---- Sinew's policies, one at a time (each scheduler lives only while it
   // is measured, so that idle workers of another cannot disturb it).
   for (const char* policy : {"tbb", "steal", "deal"}) {
-    std::unique_ptr<sinew::scheduler> s;
     std::string p = policy;
-    if (p == "tbb") s = std::make_unique<sinew::tbb_scheduler>(threads);
-    else if (p == "steal") s = std::make_unique<sinew::steal_scheduler>(threads);
-    else s = make_deal(threads);
+    std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler(p, {.threads = threads});
     sinew::scheduler* sp = s.get();
     const auto& tree = ctx.measure({.name = "tree, sinew " + p,
                                     .unit = "ns/task",

@@ -8,8 +8,8 @@
 //   sinew::graph g(sinew::map<unbalanced>());
 #include <cstddef>
 
-#include <sinew/array.hpp>
-#include <sinew/simulated_device.hpp>  // unbalanced_first_nonzero_row
+#include <sinew/engine/array.hpp>
+#include <sinew/opencl/simulated_device.hpp>  // unbalanced_first_nonzero_row
 
 namespace sinew_bench {
 

@@ -1,6 +1,6 @@
-#include <sinew/buffer_pool.hpp>
+#include <sinew/engine/buffer_pool.hpp>
 
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 #include <string>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Graphviz (DOT) export of a compiled graph. The skeleton tree is recovered
 // from the stage paths ("pipeline[1]/farm/map<B>": the stage map<B> inside a
 // farm inside child 1 of the root pipeline), so it shows exactly what runs.
-#include <sinew/dot.hpp>
+#include <sinew/engine/dot.hpp>
 
 #include <cstdio>
 #include <map>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 #include "runtime.hpp"
 

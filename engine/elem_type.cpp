@@ -1,7 +1,7 @@
 // Name -> element type descriptor, for leaves built at run time (JSON graphs,
 // OpenCL kernels). The workload types are included so that "rgba8" is the very
 // descriptor `elem_type_of<workloads::rgba8>()` the C++ leaves use.
-#include <sinew/elem_type.hpp>
+#include <sinew/engine/elem_type.hpp>
 
 #include <cstdint>
 #include <utility>

@@ -1,4 +1,4 @@
-#include <sinew/graph.hpp>
+#include <sinew/engine/graph.hpp>
 
 #include <algorithm>
 #include <sstream>

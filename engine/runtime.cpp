@@ -11,9 +11,9 @@
 #include <sinew/detail/clock.hpp>
 #include <thread>
 
-#include <sinew/buffer_pool.hpp>
+#include <sinew/engine/buffer_pool.hpp>
 #include <sinew/detail/fence.hpp>
-#include <sinew/pipeline.hpp>
+#include <sinew/skeletons/pipeline.hpp>
 
 namespace sinew::detail {
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include <sinew/detail/ring.hpp>
-#include <sinew/graph.hpp>
-#include <sinew/scheduler.hpp>
-#include <sinew/trace.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/engine/trace.hpp>
 
 namespace sinew::detail {
 

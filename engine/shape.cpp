@@ -1,4 +1,4 @@
-#include <sinew/shape.hpp>
+#include <sinew/engine/shape.hpp>
 
 namespace sinew {
 

@@ -1,7 +1,7 @@
 // sinew::trace: per-thread event buffers and the Chrome trace-event writer
 // (format: "Trace Event Format", Google, the JSON Object Format with
 // "traceEvents" and "displayTimeUnit").
-#include <sinew/trace.hpp>
+#include <sinew/engine/trace.hpp>
 
 #include <atomic>
 #include <chrono>

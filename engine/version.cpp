@@ -1,4 +1,4 @@
-#include <sinew/version.hpp>
+#include <sinew/engine/version.hpp>
 
 #include "sinew_build_commit.h"  // generated at build time (cmake/build_commit.cmake)
 

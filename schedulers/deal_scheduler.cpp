@@ -3,15 +3,16 @@
 // exponential back-off, futex sleep per node when idle. See
 // deal_scheduler.hpp for the policy and the paper; this file's comments
 // cover the concurrency protocols (which follow steal_scheduler.cpp's).
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/trace.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/engine/trace.hpp>
 
 #include "locality.hpp"
 #include "worker_common.hpp"
 #include <sinew/detail/chase_lev_deque.hpp>
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -857,5 +858,17 @@ void deal_scheduler::reset_stats() {
     w->kept_local.store(0, std::memory_order_relaxed);
   }
 }
+
+
+// "deal": one worker per core of the topology; `threads` alone gives one node
+// of that many cores (the machine's own when it has exactly those, else a
+// synthetic node with the machine's last-level cache).
+static scheduler_registration deal_registration("deal", [](const scheduler_options& o) -> std::unique_ptr<scheduler> {
+  if (auto t = o.numa_topology()) return std::make_unique<deal_scheduler>(*t, o.deal);
+  topology here = topology::current();
+  if (o.threads && (here.nodes() != 1 || here.total_cores() != o.threads))
+    here = topology::synthetic(1, o.threads, {}, here.llc_bytes());
+  return std::make_unique<deal_scheduler>(here, o.deal);
+});
 
 }  // namespace sinew

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include <sinew/scheduler.hpp>
-#include <sinew/topology.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/schedulers/topology.hpp>
 
 namespace sinew::detail {
 

@@ -1,8 +1,8 @@
 // sinew::placement: data distribution policies (seed 000 paper 1, Tables 1-3)
 // as an accounting model of where the pages of each buffer live.
-#include <sinew/placement.hpp>
+#include <sinew/schedulers/placement.hpp>
 
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 #include <algorithm>
 #include <cerrno>

@@ -1,9 +1,9 @@
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/error.hpp>
-#include <sinew/placement.hpp>
-#include <sinew/scheduler.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/schedulers/placement.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include "locality.hpp"
 #include "worker_common.hpp"
@@ -95,27 +95,6 @@ int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefe
 }
 
 }  // namespace detail
-
-scheduler& default_scheduler() {
-  // SINEW_SCHEDULER picks the policy (tbb when unset or empty), SINEW_THREADS
-  // the number of workers. An unknown policy throws (and the next call tries
-  // again).
-  static scheduler* s = []() -> scheduler* {
-    unsigned n = 0;
-    if (const char* e = std::getenv("SINEW_THREADS")) n = unsigned(std::strtoul(e, nullptr, 10));
-    std::string policy = "tbb";
-    if (const char* e = std::getenv("SINEW_SCHEDULER"); e && *e) policy = e;
-    // Several NUMA nodes and no thread count: one arena / worker per core of
-    // every node, so hints and statistics see the nodes.
-    const bool numa = n == 0 && topology::current().nodes() > 1;
-    // Immortal: tasks may still run during exit.
-    if (policy == "tbb") return numa ? new tbb_scheduler(topology::current()) : new tbb_scheduler(n);
-    if (policy == "steal") return numa ? new steal_scheduler(topology::current()) : new steal_scheduler(n);
-    if (policy == "deal") return new deal_scheduler(topology::current());  // one worker per core
-    throw error("SINEW_SCHEDULER: unknown policy '" + policy + "' (known: tbb, steal, deal)");
-  }();
-  return *s;
-}
 
 void detail::task_counter::run(std::function<void()>& fn) noexcept {
   try {

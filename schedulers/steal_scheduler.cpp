@@ -1,10 +1,11 @@
 // The `steal` policy: per-worker Chase-Lev deques, a shared injection queue,
 // round-robin stealing, futex sleep when idle. See steal_scheduler.hpp for the
 // policy and the papers; this file's comments cover the concurrency protocols.
+#include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/detail/chase_lev_deque.hpp>
-#include <sinew/error.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/trace.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/engine/trace.hpp>
 
 #include "locality.hpp"
 #include "worker_common.hpp"
@@ -563,5 +564,12 @@ int steal_scheduler::worker_node(unsigned w) const {
     throw error("steal_scheduler::worker_node: no worker " + std::to_string(w));
   return p_->workers[w]->node;
 }
+
+
+// "steal": one worker per core of the topology, or `threads` workers.
+static scheduler_registration steal_registration("steal", [](const scheduler_options& o) -> std::unique_ptr<scheduler> {
+  if (auto t = o.numa_topology()) return std::make_unique<steal_scheduler>(*t, o.pin);
+  return std::make_unique<steal_scheduler>(o.threads, o.pin);
+});
 
 }  // namespace sinew

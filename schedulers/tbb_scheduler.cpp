@@ -1,4 +1,5 @@
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include <sinew/detail/clock.hpp>
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
 
@@ -353,5 +354,12 @@ void tbb_scheduler::reset_stats() {
     p_->per_worker[i].remote = 0;
   }
 }
+
+
+// "tbb": one arena per NUMA node of the topology, or one arena of `threads`.
+static scheduler_registration tbb_registration("tbb", [](const scheduler_options& o) -> std::unique_ptr<scheduler> {
+  if (auto t = o.numa_topology()) return std::make_unique<tbb_scheduler>(*t);
+  return std::make_unique<tbb_scheduler>(o.threads);
+});
 
 }  // namespace sinew

@@ -1,7 +1,7 @@
 // sinew::topology: hwloc detection, synthetic topologies, SINEW_TOPOLOGY.
-#include <sinew/topology.hpp>
+#include <sinew/schedulers/topology.hpp>
 
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 #include <hwloc.h>
 

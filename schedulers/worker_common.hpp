@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <oneapi/tbb/scalable_allocator.h>
-#include <sinew/scheduler.hpp>
+#include <sinew/schedulers/scheduler.hpp>
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>

@@ -1,8 +1,8 @@
 // Balancers of a multi-device map (seed 001 §3.3.2) against simulated
 // devices of known speed: every time here is modeled, none measured.
-#include <sinew/balancer.hpp>
-#include <sinew/host_executor.hpp>
-#include <sinew/simulated_device.hpp>
+#include <sinew/opencl/balancer.hpp>
+#include <sinew/opencl/host_executor.hpp>
+#include <sinew/opencl/simulated_device.hpp>
 
 #include <catch2/catch.hpp>
 

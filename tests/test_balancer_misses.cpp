@@ -5,10 +5,10 @@
 // the unit beyond the slowest share (dispatch, joining), the host slowing
 // while a GPU's transfers run — and with noise (seeded: every run is the
 // same). Every time here is modeled, none measured.
-#include <sinew/balancer.hpp>
-#include <sinew/host_executor.hpp>
-#include <sinew/multi_device_map.hpp>
-#include <sinew/simulated_device.hpp>
+#include <sinew/opencl/balancer.hpp>
+#include <sinew/opencl/host_executor.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
+#include <sinew/opencl/simulated_device.hpp>
 #include <sinew/sinew.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,12 +1,12 @@
-// Coherence of host/device copies (include/sinew/coherence.hpp), checked
+// Coherence of host/device copies (include/sinew/opencl/coherence.hpp), checked
 // against simulated device spaces (plain host memory with counted transfers)
 // by enumerating every short sequence of reads and writes over the host, two
 // devices and sub-views with halos.
 #include <catch2/catch.hpp>
 
-#include <sinew/buffer_pool.hpp>
-#include <sinew/coherence.hpp>
-#include <sinew/error.hpp>
+#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/opencl/coherence.hpp>
+#include <sinew/engine/error.hpp>
 
 #include <atomic>
 #include <cstdint>

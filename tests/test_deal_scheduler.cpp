@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/placement.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/schedulers/placement.hpp>
 
 using namespace sinew;
 using sched_test::line4x4;

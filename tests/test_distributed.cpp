@@ -3,7 +3,7 @@
 // graph is built. Across ranks: tests/cli/mpi.sh.
 #include <catch2/catch.hpp>
 
-#include <sinew/distributed.hpp>
+#include <sinew/distributed/distributed.hpp>
 #include <sinew/sinew.hpp>
 
 #include <vector>

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include <sinew/dot.hpp>
+#include <sinew/engine/dot.hpp>
 
 #include "test_common.hpp"
 

@@ -4,10 +4,10 @@
 // plugins, and --verify catching a wrong result.
 #include <catch2/catch.hpp>
 
-#include <sinew/graph.hpp>
-#include <sinew/graph_file.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/json/graph_file.hpp>
 #include <sinew/io.hpp>
-#include <sinew/kernel_registry.hpp>
+#include <sinew/json/kernel_registry.hpp>
 #include <sinew/workloads.hpp>
 
 #include <dirent.h>

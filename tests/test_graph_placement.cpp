@@ -5,7 +5,7 @@
 // remote bytes under `deal` than under `steal` (counted, not timed).
 #include <catch2/catch.hpp>
 
-#include <sinew/graph_file.hpp>
+#include <sinew/json/graph_file.hpp>
 #include <sinew/sinew.hpp>
 
 #include "test_sched_common.hpp"

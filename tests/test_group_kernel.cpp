@@ -4,8 +4,8 @@
 // divergence, composition in pipelines and farms, and errors.
 #include <catch2/catch.hpp>
 
-#include <sinew/detail/group_examples.hpp>
-#include <sinew/group_kernel.hpp>
+#include "group_examples.hpp"
+#include <sinew/skeletons/group_kernel.hpp>
 #include <sinew/sinew.hpp>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // an OpenCL CPU device (PoCL) give the same results as the group leaves.
 #include <catch2/catch.hpp>
 
-#include <sinew/detail/group_examples.hpp>
+#include "group_examples.hpp"
 #include <sinew/detail/group_opencl.hpp>
 #include <sinew/sinew.hpp>
 

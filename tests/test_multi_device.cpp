@@ -1,13 +1,13 @@
 // multi_device_map: results equal the single-device map's, whatever the
 // split; tuning, caching and re-tuning seen through device_stats; a 2-D heat
 // stencil in a for_loop split over two devices.
-#include <sinew/host_executor.hpp>
-#include <sinew/multi_device_map.hpp>
+#include <sinew/opencl/host_executor.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/kernel.hpp>
-#include <sinew/simulated_device.hpp>
+#include <sinew/opencl/simulated_device.hpp>
 #include <sinew/sinew.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // workloads as kernels, compared with the C++ leaves (on PoCL here).
 #include <catch2/catch.hpp>
 
-#include <sinew/coherence.hpp>
+#include <sinew/opencl/coherence.hpp>
 #include <sinew/opencl/kernel.hpp>
 #include <sinew/opencl/platform.hpp>
 #include <sinew/opencl/program_cache.hpp>

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include <sinew/bounded_queue.hpp>
-#include <sinew/spsc_queue.hpp>
+#include <sinew/engine/bounded_queue.hpp>
+#include <sinew/engine/spsc_queue.hpp>
 
 #include "test_common.hpp"
 

@@ -13,10 +13,10 @@
 //   build/tests/sinew-tests "[.stress][random]"     (10,000 trees)
 #include <catch2/catch.hpp>
 
-#include <sinew/graph.hpp>
-#include <sinew/graph_file.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/json/graph_file.hpp>
 #include <sinew/io.hpp>
-#include <sinew/kernel_registry.hpp>
+#include <sinew/json/kernel_registry.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the scheduler tests (issue 3).
-#include <sinew/scheduler.hpp>
-#include <sinew/topology.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/schedulers/topology.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/steal_scheduler.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
 
 using namespace sinew;
 

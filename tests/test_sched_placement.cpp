@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include <sinew/error.hpp>
-#include <sinew/placement.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/schedulers/placement.hpp>
 
 using namespace sinew;
 

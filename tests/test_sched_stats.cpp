@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/error.hpp>
-#include <sinew/placement.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/schedulers/placement.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 using namespace sinew;
 using sched_test::line4x4;

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 using namespace sinew;
 using sched_test::scaled;

@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include <sinew/tbb_scheduler.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include "test_common.hpp"
 
@@ -200,4 +201,27 @@ TEST_CASE("task_groups waited and destroyed at once many times from outside and 
     });
   outer.wait();
   CHECK(ran.load() == 3000 + 800);
+}
+
+TEST_CASE("make_scheduler builds every registered policy by name", "[sched]") {
+  const auto names = sinew::scheduler_names();
+  CHECK(names == std::vector<std::string>{"deal", "steal", "tbb"});
+  for (const auto& n : names) {
+    auto s = sinew::make_scheduler(n, {.threads = 2});
+    REQUIRE(s);
+    CHECK(std::string(s->name()) == n);
+    std::atomic<int> sum{0};
+    sinew::task_group tg(*s);
+    for (int i = 1; i <= 50; ++i) tg.run([&sum, i] { sum += i; });
+    tg.wait();
+    CHECK(sum == 1275);
+  }
+  auto numa = sinew::make_scheduler("deal", {.topology = sinew::topology::synthetic(2, 2)});
+  CHECK(numa->concurrency() == 4);
+  CHECK_THROWS_WITH(sinew::make_scheduler("fifo"),
+                    "unknown scheduler policy 'fifo' (known: deal, steal, tbb)");
+  CHECK_THROWS_WITH(sinew::scheduler_registration("steal", [](const sinew::scheduler_options&) {
+                      return std::unique_ptr<sinew::scheduler>();
+                    }),
+                    "scheduler policy 'steal' is registered twice");
 }

@@ -6,8 +6,8 @@
 // or `build/tests/sinew-tests "[.soak]"`.
 #include <catch2/catch.hpp>
 
-#include <sinew/graph.hpp>
-#include <sinew/graph_file.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/json/graph_file.hpp>
 #include <sinew/io.hpp>
 
 #include <unistd.h>

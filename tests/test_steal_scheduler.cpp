@@ -19,7 +19,7 @@
 #include <vector>
 
 #include <sinew/detail/chase_lev_deque.hpp>
-#include <sinew/steal_scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
 
 using namespace sinew;
 using sinew::detail::chase_lev_deque;

@@ -1,9 +1,9 @@
 // sinew::topology and sinew::placement (seed 000 paper 1, Tables 1-3).
 #include <catch2/catch.hpp>
 
-#include <sinew/error.hpp>
-#include <sinew/placement.hpp>
-#include <sinew/topology.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/schedulers/placement.hpp>
+#include <sinew/schedulers/topology.hpp>
 
 #include <cstdlib>
 #include <numeric>

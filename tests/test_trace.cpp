@@ -12,7 +12,7 @@
 #include <thread>
 #include <utility>
 
-#include <sinew/trace.hpp>
+#include <sinew/engine/trace.hpp>
 
 #include "test_common.hpp"
 

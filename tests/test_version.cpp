@@ -4,7 +4,7 @@
 #include <regex>
 #include <string>
 
-#include <sinew/version.hpp>
+#include <sinew/engine/version.hpp>
 
 TEST_CASE("version: the version is MAJOR.MINOR.PATCH and the build commit a short hash", "[version]") {
   CHECK(std::regex_match(std::string(sinew::version_string()), std::regex(R"(\d+\.\d+\.\d+)")));

@@ -3,13 +3,13 @@
 // `dot --run`, which runs the graph to annotate it).
 #include "cli.hpp"
 
-#include <sinew/dot.hpp>
-#include <sinew/graph.hpp>
-#include <sinew/graph_file.hpp>
+#include <sinew/engine/dot.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/json/graph_file.hpp>
 #include <sinew/io/type_names.hpp>
-#include <sinew/kernel_registry.hpp>
+#include <sinew/json/kernel_registry.hpp>
 #include <sinew/opencl/platform.hpp>
-#include <sinew/topology.hpp>
+#include <sinew/schedulers/topology.hpp>
 
 #include <cinttypes>
 #include <cstdio>

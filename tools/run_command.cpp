@@ -4,14 +4,14 @@
 // already accepted (a second signal cancels); the exit code is then 130.
 #include "cli.hpp"
 
-#include <sinew/buffer_pool.hpp>
-#include <sinew/dot.hpp>
-#include <sinew/graph.hpp>
-#include <sinew/graph_file.hpp>
-#include <sinew/multi_device_map.hpp>
-#include <sinew/trace.hpp>
+#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/dot.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/json/graph_file.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
+#include <sinew/engine/trace.hpp>
 #ifdef SINEW_HAVE_MPI
-#include <sinew/mpi/session.hpp>
+#include <sinew/distributed/mpi_session.hpp>
 #endif
 
 #include <unistd.h>

@@ -12,8 +12,8 @@
 // 130 interrupted (SIGINT/SIGTERM: the stream was drained and stopped).
 #include "cli.hpp"
 
-#include <sinew/graph_file.hpp>
-#include <sinew/version.hpp>
+#include <sinew/json/graph_file.hpp>
+#include <sinew/engine/version.hpp>
 
 #include <cstdio>
 #include <string>

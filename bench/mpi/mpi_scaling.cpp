@@ -13,8 +13,8 @@
 // through distributed(map<series_block>). Prints one RESULT line per run;
 // bench/mpi_scaling.sh runs it on 1, 2 and 4 ranks and adds the efficiency.
 #include <sinew/sinew.hpp>
-#include <sinew/distributed.hpp>
-#include <sinew/mpi/session.hpp>
+#include <sinew/distributed/distributed.hpp>
+#include <sinew/distributed/mpi_session.hpp>
 #include <sinew/workloads/series.hpp>
 
 #include <algorithm>

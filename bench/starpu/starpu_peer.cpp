@@ -44,8 +44,8 @@
 #include <string>
 #include <vector>
 
-#include <sinew/host_executor.hpp>
-#include <sinew/multi_device_map.hpp>
+#include <sinew/opencl/host_executor.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/kernel.hpp>
 #include <sinew/opencl/platform.hpp>
 #include <sinew/sinew.hpp>

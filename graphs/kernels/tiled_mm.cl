@@ -1,6 +1,6 @@
 // C = A * B for square n x n matrices in square tiles staged through local
 // memory. The same algorithm as sinew::group_examples::TiledMM
-// (include/sinew/detail/group_examples.hpp); launched with a global size
+// (tests/support/group_examples.hpp); launched with a global size
 // rounded up to whole work-groups, local size (T, T), and two local buffers
 // of T * T floats.
 __kernel void tiled_mm(__global const float* a, __global const float* b, __global float* c, const uint n,

@@ -1,33 +1,43 @@
 #pragma once
 /// \file sinew.hpp
-/// Everything: `#include <sinew/sinew.hpp>`.
-#include <sinew/array.hpp>
-#include <sinew/balancer.hpp>
-#include <sinew/bounded_queue.hpp>
-#include <sinew/buffer.hpp>
-#include <sinew/buffer_pool.hpp>
-#include <sinew/deal_scheduler.hpp>
-#include <sinew/device_executor.hpp>
-#include <sinew/error.hpp>
-#include <sinew/farm.hpp>
-#include <sinew/graph.hpp>
-#include <sinew/host_executor.hpp>
-#include <sinew/leaf.hpp>
-#include <sinew/loop.hpp>
-#include <sinew/map.hpp>
-#include <sinew/map_reduce.hpp>
-#include <sinew/multi_device_map.hpp>
-#include <sinew/node.hpp>
-#include <sinew/pipeline.hpp>
-#include <sinew/scheduler.hpp>
-#include <sinew/simulated_device.hpp>
-#include <sinew/shape.hpp>
-#include <sinew/sink.hpp>
-#include <sinew/source.hpp>
-#include <sinew/spsc_queue.hpp>
-#include <sinew/steal_scheduler.hpp>
-#include <sinew/stream.hpp>
-#include <sinew/tbb_scheduler.hpp>
-#include <sinew/version.hpp>
-#include <sinew/view.hpp>
-#include <sinew/work_unit.hpp>
+/// The core of Sinew (CMake component `sinew::core`): units and buffers,
+/// graphs, sources and sinks, the skeletons, the schedulers.
+///
+/// \code
+/// #include <sinew/sinew.hpp>
+/// sinew::graph g(sinew::pipeline(sinew::map<A>(), sinew::farm(sinew::map<B>(), 4)));
+/// g.run(sinew::from(items), sinew::into(results)).get();
+/// \endcode
+///
+/// The other components have their own umbrella headers:
+/// `<sinew/opencl.hpp>` (`sinew::opencl`: devices, OpenCL leaves, maps split
+/// over devices), `<sinew/json.hpp>` (`sinew::json`: graph files and the
+/// kernel registry), `<sinew/distributed/mpi_session.hpp>` (`sinew::mpi`), and
+/// `<sinew/io.hpp>` for the stream sources and sinks of the core.
+#include <sinew/engine/array.hpp>
+#include <sinew/engine/bounded_queue.hpp>
+#include <sinew/engine/buffer.hpp>
+#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/graph.hpp>
+#include <sinew/engine/node.hpp>
+#include <sinew/engine/shape.hpp>
+#include <sinew/engine/sink.hpp>
+#include <sinew/engine/source.hpp>
+#include <sinew/engine/spsc_queue.hpp>
+#include <sinew/engine/stream.hpp>
+#include <sinew/engine/version.hpp>
+#include <sinew/engine/view.hpp>
+#include <sinew/engine/work_unit.hpp>
+#include <sinew/distributed/distributed.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
+#include <sinew/skeletons/farm.hpp>
+#include <sinew/skeletons/leaf.hpp>
+#include <sinew/skeletons/loop.hpp>
+#include <sinew/skeletons/map.hpp>
+#include <sinew/skeletons/map_reduce.hpp>
+#include <sinew/skeletons/pipeline.hpp>

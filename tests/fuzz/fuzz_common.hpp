@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include <sinew/error.hpp>
-#include <sinew/source.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/source.hpp>
 
 namespace sinew_fuzz {
 

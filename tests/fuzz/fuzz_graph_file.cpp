@@ -1,7 +1,7 @@
 // Fuzz target: the graph-file loader (parse, --set-free validation, tree
 // building). Invalid input must end in sinew::json_error, never a crash, a
 // hang or another exception.
-#include <sinew/graph_file.hpp>
+#include <sinew/json/graph_file.hpp>
 
 #include <cstdint>
 #include <string_view>

@@ -5,7 +5,7 @@
 
 #include "fuzz_common.hpp"
 
-#include <sinew/elem_type.hpp>
+#include <sinew/engine/elem_type.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;

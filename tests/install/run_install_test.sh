@@ -50,6 +50,43 @@ if [[ "$out" != *"$expected"* ]]; then
     exit 1
 fi
 
+echo "== core-only consumer (find_package COMPONENTS core, links sinew::core)"
+core_build="$scratch/core-consumer-build"
+rm -rf "$core_build"
+cmake -S "$here/core_consumer" -B "$core_build" \
+    -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags"
+cmake --build "$core_build"
+core_out=$("$core_build/sinew-core-consumer")
+echo "$core_out"
+if [[ "$core_out" != "core consumer: OK $expected" ]]; then
+    echo "FAIL: core consumer printed '$core_out'" >&2
+    exit 1
+fi
+# What the binary loads, and which headers compiling it read.
+loaded=$(ldd "$core_build/sinew-core-consumer")
+echo "$loaded"
+if grep -Eq 'libOpenCL|libmpi|libsinew_(opencl|json|mpi)' <<<"$loaded"; then
+    echo "FAIL: the core-only consumer loads OpenCL, MPI or a non-core Sinew library" >&2
+    exit 1
+fi
+if ! grep -q 'libsinew_core' <<<"$loaded"; then
+    echo "FAIL: the core-only consumer does not load libsinew_core (ldd above)" >&2
+    exit 1
+fi
+deps=$(find "$core_build" -name 'main.cpp*.d' -print -quit)
+if [[ -z "$deps" ]]; then
+    echo "FAIL: no dependency file for the core consumer's main.cpp" >&2
+    exit 1
+fi
+if grep -Eq '/CL/|nlohmann|/mpi\.h|/openmpi/' "$deps"; then
+    echo "FAIL: compiling the core consumer read OpenCL, nlohmann/json or MPI headers:" >&2
+    grep -Eo '[^ ]*(/CL/|nlohmann|/mpi\.h|/openmpi/)[^ ]*' "$deps" | sort -u >&2
+    exit 1
+fi
+
 echo "== run installed tool"
 "$prefix/bin/sinew" --version
 

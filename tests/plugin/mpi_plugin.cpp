@@ -1,6 +1,6 @@
 // Kernels for the MPI tests (tests/cli/mpi.sh), loaded through a graph
 // file's "plugins" field.
-#include <sinew/kernel_registry.hpp>
+#include <sinew/json/kernel_registry.hpp>
 
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,7 @@
 // A kernel plugin as users write one: a shared library exporting
 // `sinew_register_kernels`. Loaded by tests/test_graph_file.cpp through a
 // graph file's "plugins" field.
-#include <sinew/kernel_registry.hpp>
+#include <sinew/json/kernel_registry.hpp>
 
 namespace {
 /// y = x + k (i32).

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include <sinew/error.hpp>
+#include <sinew/engine/error.hpp>
 
 namespace sinew::detail {
 

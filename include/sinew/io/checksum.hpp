@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <memory>
 
-#include <sinew/sink.hpp>
-#include <sinew/work_unit.hpp>
+#include <sinew/engine/sink.hpp>
+#include <sinew/engine/work_unit.hpp>
 #include <sinew/workloads/checksum.hpp>
 
 namespace sinew::io {

@@ -27,7 +27,7 @@
 #include <string>
 
 #include <sinew/io/record_layout.hpp>
-#include <sinew/source.hpp>
+#include <sinew/engine/source.hpp>
 
 namespace sinew::io {
 

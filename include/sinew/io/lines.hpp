@@ -11,8 +11,8 @@
 /// sinew::graph g(sinew::map<upper>());
 /// g.run(sinew::io::read_lines(0), sinew::io::write_lines(1)).get();
 /// \endcode
-#include <sinew/sink.hpp>
-#include <sinew/source.hpp>
+#include <sinew/engine/sink.hpp>
+#include <sinew/engine/source.hpp>
 
 namespace sinew::io {
 

@@ -11,9 +11,9 @@
 /// \endcode
 #include <string>
 
-#include <sinew/array.hpp>
-#include <sinew/sink.hpp>
-#include <sinew/source.hpp>
+#include <sinew/engine/array.hpp>
+#include <sinew/engine/sink.hpp>
+#include <sinew/engine/source.hpp>
 #include <sinew/workloads/image.hpp>
 
 namespace sinew::io {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include <sinew/elem_type.hpp>
-#include <sinew/shape.hpp>
+#include <sinew/engine/elem_type.hpp>
+#include <sinew/engine/shape.hpp>
 
 namespace sinew::io {
 

@@ -27,8 +27,8 @@
 #include <string>
 
 #include <sinew/io/record_layout.hpp>
-#include <sinew/sink.hpp>
-#include <sinew/source.hpp>
+#include <sinew/engine/sink.hpp>
+#include <sinew/engine/source.hpp>
 
 namespace sinew::io {
 

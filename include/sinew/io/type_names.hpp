@@ -9,7 +9,7 @@
 /// \endcode
 #include <string>
 
-#include <sinew/elem_type.hpp>
+#include <sinew/engine/elem_type.hpp>
 
 namespace sinew::io {
 

@@ -43,9 +43,9 @@
 #include <utility>
 #include <vector>
 
-#include <sinew/device_executor.hpp>
-#include <sinew/elem_type.hpp>
-#include <sinew/node.hpp>
+#include <sinew/opencl/device_executor.hpp>
+#include <sinew/engine/elem_type.hpp>
+#include <sinew/engine/node.hpp>
 #include <sinew/opencl/platform.hpp>
 
 namespace sinew::opencl {

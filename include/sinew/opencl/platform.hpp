@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include <sinew/coherence.hpp>
+#include <sinew/opencl/coherence.hpp>
 
 namespace sinew::opencl {
 

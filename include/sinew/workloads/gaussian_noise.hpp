@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <sinew/array.hpp>
-#include <sinew/leaf.hpp>
+#include <sinew/engine/array.hpp>
+#include <sinew/skeletons/leaf.hpp>
 #include <sinew/workloads/image.hpp>
 #include <sinew/workloads/random.hpp>
 

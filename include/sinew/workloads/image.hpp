@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <sinew/array.hpp>
-#include <sinew/shape.hpp>
+#include <sinew/engine/array.hpp>
+#include <sinew/engine/shape.hpp>
 #include <sinew/workloads/random.hpp>
 
 namespace sinew::workloads {

@@ -14,10 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <sinew/array.hpp>
-#include <sinew/farm.hpp>
-#include <sinew/map.hpp>
-#include <sinew/pipeline.hpp>
+#include <sinew/engine/array.hpp>
+#include <sinew/skeletons/farm.hpp>
+#include <sinew/skeletons/map.hpp>
+#include <sinew/skeletons/pipeline.hpp>
 #include <sinew/workloads/gaussian_noise.hpp>
 #include <sinew/workloads/image.hpp>
 #include <sinew/workloads/mirror.hpp>

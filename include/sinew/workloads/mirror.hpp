@@ -12,8 +12,8 @@
 /// \endcode
 #include <cstddef>
 
-#include <sinew/array.hpp>
-#include <sinew/leaf.hpp>
+#include <sinew/engine/array.hpp>
+#include <sinew/skeletons/leaf.hpp>
 #include <sinew/workloads/image.hpp>
 
 namespace sinew::workloads {

@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include <sinew/leaf.hpp>
-#include <sinew/loop.hpp>
-#include <sinew/map.hpp>
+#include <sinew/skeletons/leaf.hpp>
+#include <sinew/skeletons/loop.hpp>
+#include <sinew/skeletons/map.hpp>
 #include <sinew/workloads/random.hpp>
 
 namespace sinew::workloads {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <sinew/leaf.hpp>
+#include <sinew/skeletons/leaf.hpp>
 #include <sinew/workloads/random.hpp>
 
 namespace sinew::workloads {

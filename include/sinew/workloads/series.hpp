@@ -21,9 +21,9 @@
 #include <cstdint>
 #include <vector>
 
-#include <sinew/leaf.hpp>
-#include <sinew/map.hpp>
-#include <sinew/source.hpp>
+#include <sinew/skeletons/leaf.hpp>
+#include <sinew/skeletons/map.hpp>
+#include <sinew/engine/source.hpp>
 
 namespace sinew::workloads {
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <sinew/array.hpp>
+#include <sinew/engine/array.hpp>
 #include <sinew/workloads/image.hpp>
 
 namespace sinew::workloads {

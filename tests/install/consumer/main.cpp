@@ -1,4 +1,4 @@
-#include <sinew/version.hpp>
+#include <sinew/engine/version.hpp>
 
 #include <iostream>
 

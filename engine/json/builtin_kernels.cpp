@@ -1,0 +1,206 @@
+// The built-in kernels a graph file can name: the seed workloads (Marrow
+// thesis §5.1.1) plus a few small utilities for streams and tests. Each has a
+// sequential reference written as a plain loop over the whole unit, used by
+// `sinew run --verify`.
+#include <sinew/json/kernel_registry.hpp>
+#include <sinew/workloads.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace sinew {
+namespace {
+
+namespace wl = workloads;
+
+template <class T>
+T* out_ptr(layer& l, unsigned i) {
+  return l[i].template data<T>();
+}
+template <class T>
+const T* in_ptr(const layer& l, unsigned i) {
+  return l[i].template data<T>();
+}
+
+/// y = k * x (f32).
+struct scale_f32 {
+  float k = 1.0f;
+  void operator()(float x, float* y) const { *y = k * x; }
+};
+/// y = x * x (f32); with "reduce": "sum" a sum of squares.
+struct square_f32 {
+  void operator()(float x, float* y) const { *y = x * x; }
+};
+/// z = x + y (f32).
+struct add_f32 {
+  void operator()(float x, float y, float* z) const { *z = x + y; }
+};
+/// Bytes unchanged, after waiting `micros` per unit: a stage of known cost
+/// for stream and back-pressure tests. Runs once per unit (one chunk).
+struct delay_u8 {
+  std::int64_t micros = 1000;
+  void operator()(sinew::chunk c, sinew::in<std::uint8_t> x, sinew::out<std::uint8_t> y) const {
+    if (c.begin == 0 && micros > 0) std::this_thread::sleep_for(std::chrono::microseconds(micros));
+    std::memcpy(y.data() + c.begin, x.data() + c.begin, c.size());
+  }
+};
+/// Byte-wise x XOR key (u8): a cheap reversible transform for stream tests.
+struct xor_u8 {
+  std::uint8_t key = 0x5a;
+  void operator()(std::uint8_t x, std::uint8_t* y) const { *y = std::uint8_t(x ^ key); }
+};
+
+map_options whole_unit_chunks() {
+  map_options o;
+  o.inline_below = std::size_t(-1);  // one call per unit: `delay` waits once
+  return o;
+}
+
+}  // namespace
+
+void register_builtin_kernels(kernel_registry& r) {
+  using P = kernel_param;
+
+  r.add_map<wl::saxpy>(
+      "saxpy", "z = a*x + y over two f32 buffers (Marrow thesis Saxpy)", {P::real("a", "scalar factor", 2.0)},
+      [](const kernel_args& a) { return wl::saxpy{a.get<float>("a")}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const float k = a.get<float>("a");
+        const float *x = in_ptr<float>(in, 0), *y = in_ptr<float>(in, 1);
+        float* z = out_ptr<float>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) z[i] = k * x[i] + y[i];
+      });
+
+  {
+    map_options o;
+    o.grain = 1;
+    o.inline_below = 2;
+    o.min_task = 1;
+    r.add_map<wl::series_block>(
+        "series",
+        "Fourier coefficient i of (x+1)^x on [0,2] for every index i of the unit (Java Grande Series); "
+        "reads no buffer, writes coeff {f64 a, f64 b}",
+        {P::integer("steps", "trapezoid intervals per integral", 1000, 1, 1e7)},
+        [](const kernel_args& a) { return wl::series_block{a.get<int>("steps")}; }, o, 1,
+        [](const layer& in, layer& out, const kernel_args& a) {
+          const int steps = a.get<int>("steps");
+          wl::coeff* c = out_ptr<wl::coeff>(out, 0);
+          for (std::size_t i = 0; i < in.count(); ++i) c[i] = wl::series_coefficient(i, steps);
+        });
+  }
+
+  r.add_map<wl::segmentation>(
+      "segmentation", "voxel -> 0 below lo, 255 above hi, 128 between (u8 volume)",
+      {P::integer("lo", "below: black", 85, 0, 255), P::integer("hi", "above: white", 170, 0, 255)},
+      [](const kernel_args& a) {
+        return wl::segmentation{a.get<std::uint8_t>("lo"), a.get<std::uint8_t>("hi")};
+      },
+      {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const auto lo = a.get<std::uint8_t>("lo"), hi = a.get<std::uint8_t>("hi");
+        const std::uint8_t* v = in_ptr<std::uint8_t>(in, 0);
+        std::uint8_t* o = out_ptr<std::uint8_t>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) o[i] = v[i] > hi ? 255 : v[i] < lo ? 0 : 128;
+      });
+
+  r.add_map<wl::solarize>(
+      "solarize", "per RGB channel: c < threshold ? c : 255 - c (rgba8, alpha kept)",
+      {P::integer("threshold", "channels >= threshold are inverted", 128, 0, 255)},
+      [](const kernel_args& a) { return wl::solarize{a.get<std::uint8_t>("threshold")}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const auto t = a.get<int>("threshold");
+        const std::uint8_t* p = reinterpret_cast<const std::uint8_t*>(in_ptr<wl::rgba8>(in, 0));
+        std::uint8_t* o = reinterpret_cast<std::uint8_t*>(out_ptr<wl::rgba8>(out, 0));
+        for (std::size_t i = 0; i < 4 * in.count(); ++i)
+          o[i] = (i % 4 == 3 || p[i] < t) ? p[i] : std::uint8_t(255 - p[i]);
+      });
+
+  r.add_map<wl::gaussian_noise>(
+      "gaussian_noise", "adds N(0, sigma) noise to the RGB channels (rgba8); deterministic per (seed, pixel)",
+      {P::integer("seed", "noise seed", 42, 0, 9.007199254740992e15),
+       P::real("sigma", "standard deviation", 20.0, 0.0, 1000.0)},
+      [](const kernel_args& a) {
+        return wl::gaussian_noise{a.get<std::uint64_t>("seed"), a.get<float>("sigma")};
+      },
+      {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const auto seed = a.get<std::uint64_t>("seed");
+        const auto sigma = a.get<float>("sigma");
+        const wl::rgba8* p = in_ptr<wl::rgba8>(in, 0);
+        wl::rgba8* o = out_ptr<wl::rgba8>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) o[i] = wl::noisy_pixel(p[i], seed, sigma, i);
+      });
+
+  r.add_map<wl::mirror>(
+      "mirror", "flips each row of a 2-D rgba8 image left to right", {},
+      [](const kernel_args&) { return wl::mirror{}; }, {}, 2,
+      [](const layer& in, layer& out, const kernel_args&) {
+        const std::size_t rows = in.shape().ext[0], cols = in.shape().ext[1];
+        const wl::rgba8* p = in_ptr<wl::rgba8>(in, 0);
+        wl::rgba8* o = out_ptr<wl::rgba8>(out, 0);
+        for (std::size_t y = 0; y < rows; ++y)
+          for (std::size_t x = 0; x < cols; ++x) o[y * cols + x] = p[y * cols + cols - 1 - x];
+      });
+
+  r.add_map<wl::nbody_step>(
+      "nbody_step",
+      "one O(N^2) time step: reads positions {x,y,z,m} and velocities {x,y,z,w} (f32x4), writes new ones",
+      {P::real("eps2", "softening squared", 500.0, 0.0), P::real("dt", "time step", 0.005, 0.0)},
+      [](const kernel_args& a) { return wl::nbody_step{a.get<float>("eps2"), a.get<float>("dt")}; }, {}, 1,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const float eps2 = a.get<float>("eps2"), dt = a.get<float>("dt");
+        const wl::body* pos = in_ptr<wl::body>(in, 0);
+        const wl::vel* v = in_ptr<wl::vel>(in, 1);
+        wl::body* np = out_ptr<wl::body>(out, 0);
+        wl::vel* nv = out_ptr<wl::vel>(out, 1);
+        for (std::size_t i = 0; i < in.count(); ++i) wl::nbody_advance(i, pos, v, in.count(), eps2, dt, np + i, nv + i);
+      });
+
+  r.add_map<scale_f32>(
+      "scale", "y = k*x (f32)", {P::real("k", "factor", 1.0)},
+      [](const kernel_args& a) { return scale_f32{a.get<float>("k")}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const float k = a.get<float>("k");
+        const float* x = in_ptr<float>(in, 0);
+        float* y = out_ptr<float>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) y[i] = k * x[i];
+      });
+
+  r.add_map<square_f32>(
+      "square", "y = x*x (f32); reducible (sum, prod, min, max)", {},
+      [](const kernel_args&) { return square_f32{}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args&) {
+        const float* x = in_ptr<float>(in, 0);
+        float* y = out_ptr<float>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) y[i] = x[i] * x[i];
+      });
+
+  r.add_map<add_f32>(
+      "add", "z = x + y (f32)", {}, [](const kernel_args&) { return add_f32{}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args&) {
+        const float *x = in_ptr<float>(in, 0), *y = in_ptr<float>(in, 1);
+        float* z = out_ptr<float>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) z[i] = x[i] + y[i];
+      });
+
+  r.add_map<xor_u8>(
+      "xor", "y = x XOR key, byte-wise (u8)", {P::integer("key", "byte to XOR with", 0x5a, 0, 255)},
+      [](const kernel_args& a) { return xor_u8{a.get<std::uint8_t>("key")}; }, {}, 0,
+      [](const layer& in, layer& out, const kernel_args& a) {
+        const auto key = a.get<std::uint8_t>("key");
+        const std::uint8_t* x = in_ptr<std::uint8_t>(in, 0);
+        std::uint8_t* y = out_ptr<std::uint8_t>(out, 0);
+        for (std::size_t i = 0; i < in.count(); ++i) y[i] = std::uint8_t(x[i] ^ key);
+      });
+
+  r.add_map<delay_u8>(
+      "delay", "copies u8 data after waiting 'micros' microseconds per unit (a stage of known cost)",
+      {P::integer("micros", "wait per unit in microseconds", 1000, 0, 60e6)},
+      [](const kernel_args& a) { return delay_u8{a.get<std::int64_t>("micros")}; }, whole_unit_chunks(), 1,
+      [](const layer& in, layer& out, const kernel_args&) {
+        if (in.count()) std::memcpy(out_ptr<std::uint8_t>(out, 0), in_ptr<std::uint8_t>(in, 0), in.count());
+      });
+}
+
+}  // namespace sinew

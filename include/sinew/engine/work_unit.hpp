@@ -1,0 +1,172 @@
+#pragma once
+/// \file work_unit.hpp
+/// What flows on a graph edge (seed 003, §4.3, Listing 4.7): a sequence
+/// number, an end-of-stream flag, a partition granularity, and a *stack of
+/// buffer layers*. A leaf reads layer 0 and writes layer 1; the unit it passes
+/// on has layer 0 popped, so the next stage reads what the previous one wrote.
+/// A pipeline, when entered, inserts one layer per intermediate result right
+/// after layer 0 (Fig. 4.6 of the thesis).
+///
+/// \code
+/// sinew::work_unit u;
+/// u.push_layer(sinew::layer(sinew::shape::d1(n), {out}));  // bottom: final output
+/// u.push_layer(sinew::layer(sinew::shape::d1(n), {x, y})); // top: input (layer 0)
+/// auto xs = u.input<float>(0);   // view of x
+/// auto zs = u.output<float>(0);  // view of out
+/// u.pop_layer();                 // now layer 0 is {out}
+/// \endcode
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <sinew/engine/buffer.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/shape.hpp>
+#include <sinew/engine/view.hpp>
+
+namespace sinew {
+
+/// A set of buffers (at most `layer::max_buffers`) sharing one shape. A layer
+/// may have a shape and no buffers: an index space with no data (e.g. the
+/// coefficient indices of the Series benchmark).
+class layer {
+ public:
+  static constexpr unsigned max_buffers = 8;
+
+  layer() = default;
+  explicit layer(const sinew::shape& s) : shape_(s) {}
+  layer(const sinew::shape& s, std::initializer_list<buffer_ref> bufs) : shape_(s) {
+    for (auto& b : bufs) add(b);
+  }
+
+  const sinew::shape& shape() const noexcept { return shape_; }
+  void set_shape(const sinew::shape& s) noexcept { shape_ = s; }
+  std::size_t count() const noexcept { return shape_.count(); }
+  unsigned size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  const buffer_ref& operator[](unsigned i) const noexcept { return bufs_[i]; }
+  buffer_ref& operator[](unsigned i) noexcept { return bufs_[i]; }
+  void add(buffer_ref b) {
+    if (n_ == max_buffers) throw error("a layer holds at most 8 buffers");
+    bufs_[n_++] = std::move(b);
+  }
+  void clear() noexcept {
+    for (unsigned i = 0; i < n_; ++i) bufs_[i].reset();
+    n_ = 0;
+  }
+  /// Typed view of buffer `i` (checked: index and element size).
+  ///
+  /// \code
+  /// auto xs = unit.in().get<const float>(0);
+  /// \endcode
+  template <class T, unsigned Rank = 1>
+  view<T, Rank> get(unsigned i) const {
+    if (i >= n_)
+      throw error("buffer " + std::to_string(i) + " does not exist (layer has " + std::to_string(n_) + ")");
+    const buffer_ref& b = bufs_[i];
+    if (b->type().size != sizeof(T))
+      throw error("buffer " + std::to_string(i) + " holds " + std::to_string(b->type().size) +
+                  "-byte elements, view wants " + std::to_string(sizeof(T)));
+    return view<T, Rank>(b.template data<std::remove_const_t<T>>(), shape_);
+  }
+  /// Bytes of data held by the layer's buffers.
+  std::size_t bytes() const noexcept {
+    std::size_t s = 0;
+    for (unsigned i = 0; i < n_; ++i) s += bufs_[i]->bytes();
+    return s;
+  }
+
+ private:
+  sinew::shape shape_{};
+  unsigned n_ = 0;
+  buffer_ref bufs_[max_buffers];
+};
+
+class work_unit {
+ public:
+  work_unit() { layers_.reserve(4); }
+
+  /// Element count of layer 0 (what the next leaf reads).
+  std::size_t count() const noexcept { return layers_.empty() ? 0 : layers_.back().count(); }
+  const sinew::shape& shape() const noexcept { return layers_.back().shape(); }
+  /// Position in the source's stream (0, 1, 2, ...). The end-of-stream unit
+  /// carries the number of data units before it.
+  std::uint64_t seq() const noexcept { return seq_; }
+  void set_seq(std::uint64_t s) noexcept { seq_ = s; }
+  bool end_of_stream() const noexcept { return eos_; }
+  void set_end_of_stream(bool e) noexcept { eos_ = e; }
+  /// Indivisible partition granularity in elements: a map never splits a
+  /// unit inside a block of `grain()` elements (Marrow's "elements per thread").
+  std::size_t grain() const noexcept { return grain_; }
+  void set_grain(std::size_t g) noexcept { grain_ = g ? g : 1; }
+  /// When the source produced the unit (steady clock, ns), for latency
+  /// statistics; 0 = not timed (the runtime times a sample of the units).
+  std::uint64_t accepted_ns() const noexcept { return accepted_ns_; }
+  void set_accepted_ns(std::uint64_t t) noexcept { accepted_ns_ = t; }
+
+  std::size_t depth() const noexcept { return layers_.size(); }
+  /// Layer `k` counted from the top (0 = input of the next leaf).
+  layer& at(std::size_t k) {
+    check_depth(k);
+    return layers_[layers_.size() - 1 - k];
+  }
+  const layer& at(std::size_t k) const {
+    check_depth(k);
+    return layers_[layers_.size() - 1 - k];
+  }
+  layer& in() { return at(0); }
+  layer& out() { return at(1); }
+  const layer& in() const { return at(0); }
+  const layer& out() const { return at(1); }
+
+  /// Pushes a new top layer (it becomes layer 0).
+  void push_layer(layer l) { layers_.push_back(std::move(l)); }
+  /// Inserts `l` right below layer 0 (a pipeline's intermediate results).
+  void insert_below_top(layer l) {
+    if (layers_.empty()) throw error("insert_below_top on a unit without layers");
+    layers_.insert(layers_.end() - 1, std::move(l));
+  }
+  /// Drops layer 0, releasing its buffers.
+  void pop_layer() {
+    if (layers_.empty()) throw error("pop_layer on a unit without layers");
+    layers_.pop_back();
+  }
+  void clear() noexcept {
+    layers_.clear();
+    seq_ = 0;
+    eos_ = false;
+    grain_ = 1;
+    accepted_ns_ = 0;
+    for (auto& t : tickets_) t = 0;
+  }
+
+  /// Typed view of buffer `i` of layer 0 / layer 1 (checked: element size).
+  template <class T, unsigned Rank = 1>
+  view<const T, Rank> input(unsigned i) const { return at(0).template get<const T, Rank>(i); }
+  template <class T, unsigned Rank = 1>
+  view<T, Rank> output(unsigned i) { return at(1).template get<T, Rank>(i); }
+
+  /// Ordering tickets of nested ordered farms (runtime use).
+  static constexpr unsigned max_ordered_depth = 8;
+  std::uint64_t ticket(unsigned d) const noexcept { return tickets_[d]; }
+  void set_ticket(unsigned d, std::uint64_t t) noexcept { tickets_[d] = t; }
+
+ private:
+  void check_depth(std::size_t k) const {
+    if (k >= layers_.size())
+      throw error("the unit has " + std::to_string(layers_.size()) + " layer(s); layer " + std::to_string(k) +
+                  " does not exist");
+  }
+
+  std::vector<layer> layers_;  // back() is layer 0
+  std::uint64_t seq_ = 0;
+  std::size_t grain_ = 1;
+  bool eos_ = false;
+  std::uint64_t accepted_ns_ = 0;
+  std::uint64_t tickets_[max_ordered_depth] = {};
+};
+
+}  // namespace sinew

@@ -1,0 +1,230 @@
+#pragma once
+/// \file scheduler.hpp
+/// The interface every scheduling policy implements (`tbb` here; `steal` and
+/// `deal` in the scheduler issue). Graphs use it to activate stages and to
+/// run the chunks of a map; programs can also use it directly.
+///
+/// \code
+/// auto& s = sinew::default_scheduler();
+/// sinew::task_group g(s);
+/// for (int i = 0; i < 100; ++i) g.run([i] { work(i); });
+/// g.wait();                                   // rethrows the first exception
+/// s.parallel_for(1'000'000, 1024, [&](size_t b, size_t e) { for (auto i = b; i < e; ++i) x[i] *= 2; });
+/// \endcode
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <sinew/engine/buffer.hpp>
+#include <sinew/detail/function_ref.hpp>
+
+namespace sinew {
+
+class topology;
+
+/// Where a task would best run: a NUMA node, or the buffers it reads (a
+/// NUMA-aware scheduler computes the node from where their pages are).
+struct locality_hint {
+  int numa_node = -1;
+  std::span<const buffer_ref> reads{};
+  /// D of Algorithm 1 given directly: bytes of the task's inputs on each NUMA
+  /// node (one entry per node; takes precedence over `reads` and
+  /// `numa_node`). Only read during `submit` (the `deal` policy copies it).
+  std::span<const std::uint64_t> bytes_on_node{};
+};
+
+/// Counters of one scheduler since it was created (or since `reset_stats`).
+struct scheduler_stats {
+  struct worker {
+    std::uint64_t tasks = 0;    ///< tasks (and map chunks) run by this worker
+    std::uint64_t busy_ns = 0;  ///< time spent running them
+    std::uint64_t steals = 0;          ///< tasks taken from another worker (work-stealing policies)
+    std::uint64_t steal_attempts = 0;  ///< steals tried on victims that looked non-empty
+    /// NUMA node of the worker in the scheduler's topology (-1: the slot of
+    /// threads that are not workers, e.g. `tbb`'s callers of parallel_for).
+    int node = -1;
+    /// `steals` split by where the stolen task was queued: by a worker (or in
+    /// a queue) of the same node, or of another node.
+    std::uint64_t steals_same_node = 0;
+    std::uint64_t steals_remote = 0;
+    /// Sum of D (bytes of the task's inputs per node, from its
+    /// `locality_hint`) over the submitted tasks this worker ran that had one.
+    std::uint64_t hinted_bytes = 0;
+    /// The part of `hinted_bytes` on other nodes than `node`: bytes read
+    /// from remote memory (seed 000: what dealing minimises).
+    std::uint64_t remote_bytes = 0;
+  };
+  std::uint64_t tasks_submitted = 0;
+  std::uint64_t tasks_run = 0;
+  std::uint64_t parallel_fors = 0;
+  /// parallel_for calls run entirely by the caller (one chunk, or all the
+  /// chunks together cheaper than waking a worker; `steal` and `deal`).
+  std::uint64_t parallel_fors_inline = 0;
+  /// Sleeping workers woken up (by submits and parallel_for dispatches;
+  /// `steal` and `deal`: what the futex reported woken).
+  std::uint64_t wakeups = 0;
+  std::vector<worker> workers;
+  /// Fastest worker's busy time / slowest's, over workers that ran anything
+  /// (1 = perfectly balanced; seed 004's load-balance ratio).
+  double load_balance() const;
+  /// Sums over the workers.
+  std::uint64_t steals_same_node() const;
+  std::uint64_t steals_remote() const;
+  std::uint64_t hinted_bytes() const;
+  std::uint64_t remote_bytes() const;
+  /// remote_bytes() / hinted_bytes() (0 when no task had a hint).
+  double remote_fraction() const;
+};
+
+namespace detail {
+
+/// The completion count of a `task_group`: tasks submitted and not yet
+/// finished, and the first exception one of them threw. A scheduler that
+/// overrides `scheduler::submit_counted` calls `run(fn)` in place of `fn()`.
+/// The waiter may destroy the counter as soon as it reads `pending == 0`, so
+/// after its decrement a finishing task touches nothing of it but the futex
+/// wake-up on its address (a private futex wake does not read the memory).
+struct task_counter {
+  std::atomic<std::uint32_t> pending{0};
+  std::mutex m;
+  std::exception_ptr error;
+
+  /// Runs `fn`, keeps its exception, releases its captures, then counts the
+  /// task finished (waking the waiter when it was the last).
+  void run(std::function<void()>& fn) noexcept;
+  /// Sleeps until `pending` is 0.
+  void wait() noexcept;
+
+  /// A scheduler's own state for this group, made by its first
+  /// `submit_counted` and freed with the counter (`tbb`: the oneTBB
+  /// task_group its tasks belong to, so that the waiter can run them).
+  struct extension {
+    virtual ~extension() = default;
+  };
+  std::atomic<extension*> ext{nullptr};
+
+  task_counter() = default;
+  task_counter(const task_counter&) = delete;
+  task_counter& operator=(const task_counter&) = delete;
+  ~task_counter() { delete ext.load(std::memory_order_acquire); }
+};
+
+/// A one-shot event that a thread can wait for while its scheduler puts it
+/// to work (`scheduler::help_until`): a run's end, for `run_future::wait`.
+///
+/// \code
+/// sinew::detail::help_latch done;
+/// sched.submit([&] { work(); done.open(); });
+/// sched.help_until(done);   // tbb: runs queued tasks on this thread meanwhile
+/// \endcode
+class help_latch {
+ public:
+  /// Opens the latch (idempotent): wakes `wait()` and runs the hooks `arm`
+  /// installed, each once, after the latch's lock is released.
+  void open();
+  bool is_open() const;
+  /// Sleeps until open.
+  void wait() const;
+  /// Adds `hook` (one per waiting thread), run by `open()`; returns false
+  /// (and drops `hook`) when the latch is already open.
+  bool arm(std::function<void()> hook);
+
+ private:
+  mutable std::mutex m_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+  std::vector<std::function<void()>> hooks_;
+};
+
+}  // namespace detail
+
+class scheduler {
+ public:
+  virtual ~scheduler() = default;
+  /// Policy name: "tbb", "steal", "deal".
+  virtual const char* name() const noexcept = 0;
+  /// Number of workers.
+  virtual unsigned concurrency() const noexcept = 0;
+  /// Runs `fn` asynchronously. `fn` must not throw (wrap it, or use task_group).
+  virtual void submit(std::function<void()> fn, const locality_hint& hint = {}) = 0;
+  /// `submit` for a task of a `task_group` whose counter `c` the caller has
+  /// already incremented: runs `c.run(fn)`. The default wraps `fn` in a
+  /// closure; `steal` and `deal` keep `&c` in the task itself (no second
+  /// allocation, no shared state copied per task).
+  virtual void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) {
+    submit([&c, f = std::move(fn)]() mutable { c.run(f); }, hint);
+  }
+  /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
+  /// returns when all are done. `grain` is the smallest block worth a task:
+  /// blocks are split while longer than `grain`, so none is shorter than
+  /// grain/2 unless n is. Exceptions from `body` propagate (the first wins).
+  virtual void parallel_for(std::size_t n, std::size_t grain,
+                            detail::function_ref<void(std::size_t, std::size_t)> body) = 0;
+  /// `parallel_for` over data whose placement `hint` describes (a graph's
+  /// map passes the buffers of the unit it splits). `deal` sends the blocks
+  /// to the node Algorithm 1 chooses for the whole loop's D; `steal` runs
+  /// them as `parallel_for` does and counts each block's share of D in
+  /// `hinted_bytes` / `remote_bytes`; the default (`tbb`) ignores the hint.
+  ///
+  /// \code
+  /// sinew::buffer_ref in[] = {x};                       // x placed by a placer
+  /// s.parallel_for_at({.reads = in}, n, 4096, [&](std::size_t b, std::size_t e) { f(b, e); });
+  /// \endcode
+  virtual void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                               detail::function_ref<void(std::size_t, std::size_t)> body) {
+    (void)hint;
+    parallel_for(n, grain, body);
+  }
+  /// Waits until a `task_group`'s tasks are done (`task_group::wait`). The
+  /// default sleeps; `tbb` runs tasks on the waiting thread meanwhile.
+  virtual void wait_counted(detail::task_counter& c) noexcept { c.wait(); }
+  /// Returns once `l` is open. The default sleeps; `tbb` lets the calling
+  /// thread (one outside the scheduler) take the arena's slot reserved for it
+  /// and run queued tasks until then, as `tbb::flow::graph::wait_for_all`
+  /// does, so that a thread waiting for a run adds a core's worth of work
+  /// instead of an idle thread.
+  virtual void help_until(detail::help_latch& l) { l.wait(); }
+  virtual scheduler_stats stats() const = 0;
+  virtual void reset_stats() = 0;
+  /// NUMA node of the calling thread if it is one of this scheduler's
+  /// workers, else -1 (the `standard` placement's first-touch node).
+  virtual int current_node() const noexcept { return -1; }
+  /// The topology the workers are placed on (null: the policy knows no
+  /// nodes); a graph's placements use it, else `topology::current()`.
+  virtual const topology* numa_topology() const noexcept { return nullptr; }
+};
+
+/// The process-wide default scheduler: the policy named by the environment
+/// variable `SINEW_SCHEDULER` (`tbb`, the default, `steal` or `deal`) over all
+/// hardware threads, or `SINEW_THREADS` threads when that is set.
+scheduler& default_scheduler();
+
+/// A set of tasks one can wait for.
+class task_group {
+ public:
+  explicit task_group(scheduler& s) : s_(s) {}
+  task_group(const task_group&) = delete;
+  task_group& operator=(const task_group&) = delete;
+  ~task_group() { wait_no_throw(); }
+
+  /// Submits `fn`; an exception it throws is kept and rethrown by `wait()`.
+  void run(std::function<void()> fn, const locality_hint& hint = {});
+  /// Sleeps until every task run so far has finished; rethrows the first
+  /// exception one of them threw.
+  void wait();
+
+ private:
+  void wait_no_throw() noexcept { s_.wait_counted(c_); }
+  scheduler& s_;
+  detail::task_counter c_;
+};
+
+}  // namespace sinew

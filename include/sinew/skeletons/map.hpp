@@ -1,0 +1,262 @@
+#pragma once
+/// \file map.hpp
+/// `map<F>`: applies a C++ functor leaf to every element (or every chunk) of
+/// a unit. Only maps split units: the unit's range is cut into chunks (never
+/// inside the unit's `grain`) that run in parallel on the scheduler.
+///
+/// \code
+/// struct Saxpy { float a; void operator()(float x, float y, float* z) const { *z = a * x + y; } };
+/// std::vector<float> x(n, 1), y(n, 2), z(n);
+/// sinew::graph g(sinew::map<Saxpy>({2.0f}));
+/// g.run(sinew::from_arrays(x, y), sinew::into_arrays(z)).get();
+/// \endcode
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <sinew/skeletons/leaf.hpp>
+#include <sinew/engine/node.hpp>
+#include <sinew/schedulers/scheduler.hpp>
+
+namespace sinew {
+
+struct map_options {
+  /// Indivisible block: elements (per-element functors) or outermost indices
+  /// (per-chunk functors). Chunks are multiples of it. 0 = 1.
+  std::size_t grain = 0;
+  /// Units smaller than this (elements, or outermost indices for per-chunk
+  /// functors) run inline on the calling worker. 0 = twice the task size
+  /// (`min_task`, default 2048 elements / 1 index: 4096 elements / 2
+  /// indices), i.e. a unit runs inline when it cannot make two tasks.
+  std::size_t inline_below = 0;
+  /// Smallest number of elements (outermost indices for per-chunk functors)
+  /// worth a task of its own. 0 = 2048 elements / 1 index. Lower it for
+  /// costly leaves (e.g. 1 for Series, where one element is a whole integral).
+  std::size_t min_task = 0;
+};
+
+namespace detail {
+
+template <class F>
+struct leaf_sig {
+  using args = functor_args<F>;
+  static constexpr std::size_t N = std::tuple_size_v<args>;
+  static constexpr bool chunked = first_is_chunk<args>::value;
+  template <std::size_t I>
+  using arg_t = std::tuple_element_t<I, args>;
+  template <std::size_t I>
+  using tr = std::conditional_t<chunked, chunk_arg_traits<arg_t<I>>, arg_traits<arg_t<I>>>;
+
+  template <std::size_t... I>
+  static constexpr std::array<role, N> roles_impl(std::index_sequence<I...>) { return {tr<I>::r...}; }
+  static constexpr std::array<role, N> roles = roles_impl(std::make_index_sequence<N>{});
+
+  static constexpr unsigned count(role r) {
+    unsigned c = 0;
+    for (role x : roles) c += (x == r);
+    return c;
+  }
+  static constexpr unsigned n_in = count(role::input), n_out = count(role::output),
+                            n_inplace = count(role::inplace);
+  static constexpr bool in_place = n_inplace > 0;
+  /// Slot of parameter I in its layer: inputs and in-place params number the
+  /// layer-0 buffers in order, outputs the layer-1 buffers.
+  static constexpr std::array<unsigned, N> slots = [] {
+    std::array<unsigned, N> s{};
+    unsigned in = 0, out = 0;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (roles[i] == role::input || roles[i] == role::inplace) s[i] = in++;
+      else if (roles[i] == role::output) s[i] = out++;
+    }
+    return s;
+  }();
+  static constexpr bool valid() {
+    for (std::size_t i = 1; i < N; ++i)
+      if (roles[i] == role::index || roles[i] == role::chunk) return false;  // only first
+    return !(in_place && n_out > 0);
+  }
+  static_assert(valid(), "leaf functor: sinew::index/sinew::chunk may only be the first parameter, "
+                         "and a leaf is either in place (T& / inout) or writes outputs (T* / out)");
+
+  template <std::size_t... I>
+  static type_list types_impl(bool outputs, std::index_sequence<I...>) {
+    type_list t;
+    auto add = [&](role r, const elem_type* e) {
+      bool is_out = r == role::output;
+      bool is_in = r == role::input || r == role::inplace;
+      if ((outputs && is_out) || (!outputs && is_in)) t.types.push_back(e);
+    };
+    (add(tr<I>::r, elem_ptr<typename tr<I>::elem>()), ...);
+    return t;
+  }
+  template <class T>
+  static const elem_type* elem_ptr() {
+    if constexpr (std::is_void_v<T> || std::is_same_v<T, index> || std::is_same_v<T, chunk>) return nullptr;
+    else return &elem_type_of<T>();
+  }
+  static type_list inputs() { return types_impl(false, std::make_index_sequence<N>{}); }
+  static type_list outputs() {
+    return in_place ? inputs() : types_impl(true, std::make_index_sequence<N>{});
+  }
+};
+
+
+template <class F>
+class map_exec final : public row_executable {
+  using S = leaf_sig<F>;
+
+ public:
+  map_exec(const F& f, map_options o) : f_(f), o_(o), in_t_(S::inputs()), out_t_(S::outputs()) {}
+
+  void execute(exec_args& a) override { execute_rows(a, 0, SIZE_MAX); }
+
+  /// Runs only outermost indices [rb, min(re, rows)) of the unit: one
+  /// device's share when a multi_device_map splits it (host_executor.hpp).
+  void execute_rows(exec_args& a, std::size_t rb, std::size_t re) override { run_rows(a, rb, re, 0); }
+
+  /// As execute_rows, with the task size given (`min_task` in elements, or
+  /// outermost indices for per-chunk functors; 0 = the map's option): a host
+  /// executor lowers it for costly elements. Returns how many tasks the rows
+  /// were split into (1: run inline).
+  std::size_t run_rows(exec_args& a, std::size_t rb, std::size_t re, std::size_t min_task) {
+    const layer& in = *a.in;
+    layer& out = *a.out;
+#ifndef NDEBUG
+    // Release builds rely on the check where units enter the graph (every
+    // later layer is built from the tree's declared types).
+    check_layer(in, in_t_, "input");
+    if (!S::in_place) check_layer(out, out_t_, "output");
+#endif
+    if (!S::in_place) {
+      if (!(out.shape() == in.shape()))
+        throw error("output shape " + out.shape().str() + " differs from input shape " + in.shape().str());
+    }
+    auto ptrs = bind(in, out, std::make_index_sequence<S::N>{});
+    if constexpr (S::chunked) {
+      const shape& dom = S::in_place ? in.shape() : out.shape();
+      std::size_t rows = std::min(re, dom.ext[0]);
+      std::size_t r0 = std::min(rb, rows), n = rows - r0;
+      std::size_t inner = dom.inner() ? dom.inner() : 1;
+      std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
+      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 1;
+      std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
+      auto body = [&](std::size_t b, std::size_t e) {
+        call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
+      };
+      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      return split(a, n, g, mt, body);
+    } else {
+      std::size_t inner = in.shape().inner();
+      std::size_t rows = std::min(re, in.shape().ext[0]);
+      std::size_t e0 = std::min(rb, rows) * inner, n = rows * inner - e0;
+      std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
+      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 2048;
+      std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
+      const shape* shp = &in.shape();
+      auto body = [&](std::size_t b, std::size_t e) {
+        run_elems(e0 + b, e0 + e, shp, ptrs, std::make_index_sequence<S::N>{});
+      };
+      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      return split(a, n, g, mt, body);
+    }
+  }
+
+  /// Parallel loop over [0, n) in blocks that are multiples of `g` (the
+  /// indivisible unit), each task at least `min_items` long where possible.
+  /// Returns the number of tasks.
+  template <class Body>
+  static std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
+    std::size_t blocks = (n + g - 1) / g;
+    std::size_t per_task = std::max<std::size_t>(1, (min_items + g - 1) / g);
+    a.sched->parallel_for(blocks, per_task, [&](std::size_t bb, std::size_t be) {
+      body(bb * g, std::min(n, be * g));
+    });
+    return (blocks + per_task - 1) / per_task;
+  }
+
+ private:
+  template <std::size_t I>
+  using elem_t = typename S::template tr<I>::elem;
+
+  template <std::size_t I>
+  static auto ptr_of(const layer& in, const layer& out) {
+    using T = elem_t<I>;
+    if constexpr (std::is_void_v<T> || S::roles[I] == role::index || S::roles[I] == role::chunk)
+      return static_cast<void*>(nullptr);
+    else if constexpr (S::roles[I] == role::output)
+      return out[S::slots[I]].template data<T>();
+    else
+      return in[S::slots[I]].template data<T>();
+  }
+  template <std::size_t... I>
+  static auto bind(const layer& in, const layer& out, std::index_sequence<I...>) {
+    return std::make_tuple(ptr_of<I>(in, out)...);
+  }
+
+  template <std::size_t I, class P>
+  static decltype(auto) elem_arg(P p, std::size_t i, const shape* shp) {
+    if constexpr (S::roles[I] == role::index) return index{i, shp};
+    else if constexpr (S::roles[I] == role::output) return p + i;
+    else return (p[i]);  // input (copied or const&) or in-place (T&)
+  }
+  template <class Ptrs, std::size_t... I>
+  void run_elems(std::size_t b, std::size_t e, const shape* shp, const Ptrs& ptrs,
+                 std::index_sequence<I...>) const {
+    F f = f_;  // a local copy the optimiser can keep in registers
+    auto local = ptrs;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#endif
+    for (std::size_t i = b; i < e; ++i) f(elem_arg<I>(std::get<I>(local), i, shp)...);
+  }
+
+  template <std::size_t I, class P>
+  static auto chunk_arg(P p, std::size_t b, std::size_t e, const shape& is, const shape& os) {
+    using A = std::remove_cv_t<std::remove_reference_t<typename S::template arg_t<I>>>;
+    if constexpr (S::roles[I] == role::chunk) return chunk{b, e};
+    else if constexpr (S::roles[I] == role::output) return A(p, os);
+    else return A(p, is);
+  }
+  template <class Ptrs, std::size_t... I>
+  void call_chunk(std::size_t b, std::size_t e, const shape& is, const shape& os, const Ptrs& ptrs,
+                  std::index_sequence<I...>) const {
+    f_(chunk_arg<I>(std::get<I>(ptrs), b, e, is, os)...);
+  }
+
+  F f_;
+  map_options o_;
+  type_list in_t_, out_t_;
+};
+
+template <class F>
+class map_node final : public node_impl {
+  using S = leaf_sig<F>;
+
+ public:
+  map_node(F f, map_options o) : f_(std::move(f)), o_(o) {}
+  std::string label() const override { return "map<" + short_type_name<F>() + ">"; }
+  type_list input_types() const override { return S::inputs(); }
+  type_list output_types() const override { return S::outputs(); }
+  bool in_place() const override { return S::in_place; }
+  std::shared_ptr<executable> compile_inline(const std::string&) const override {
+    return std::make_shared<map_exec<F>>(f_, o_);
+  }
+
+ private:
+  F f_;
+  map_options o_;
+};
+
+}  // namespace detail
+
+/// A map over a C++ functor leaf (see leaf.hpp for the functor forms).
+template <class F>
+node map(F f = F{}, map_options o = {}) {
+  return node(std::make_shared<detail::map_node<F>>(std::move(f), o));
+}
+
+}  // namespace sinew

@@ -1,0 +1,277 @@
+// Descriptor plumbing shared by the sinew::io sources and sinks.
+#include "stream.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include <sinew/engine/buffer_pool.hpp>
+
+namespace sinew::io::detail {
+
+std::string errno_text(int e) {
+  char buf[256];
+  // GNU strerror_r returns the message (possibly not in buf).
+  return std::string(strerror_r(e, buf, sizeof buf));
+}
+
+unique_fd& unique_fd::operator=(unique_fd&& o) noexcept {
+  if (this != &o) reset(o.release());
+  return *this;
+}
+unique_fd::~unique_fd() { reset(); }
+void unique_fd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+wake_event::wake_event() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!fd_) throw sinew::error("cannot create an eventfd: " + errno_text(errno));
+}
+
+void wake_event::signal() noexcept {
+  set_.store(true, std::memory_order_release);
+  std::uint64_t one = 1;
+  // The counter is never read, so it stays readable: every later poll wakes.
+  [[maybe_unused]] ssize_t r = ::write(fd_.get(), &one, sizeof one);
+}
+
+bool wait_ready(int fd, short events, const wake_event* wake, const std::string& who) {
+  pollfd p[2] = {{fd, events, 0}, {wake ? wake->fd() : -1, POLLIN, 0}};
+  for (;;) {
+    if (wake && wake->signalled()) return false;
+    int r = ::poll(p, wake ? 2 : 1, -1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw sinew::error(who + ": poll failed: " + errno_text(errno));
+    }
+    if (wake && p[1].revents) return false;
+    if (p[0].revents) return true;  // ready, or an error/hang-up the next call reports
+  }
+}
+
+fd_reader::fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer)
+    : fd_(fd), who_(std::move(who)), wake_(wake), buf_(buffer) {
+  struct stat st {};
+  poll_first_ = !(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+long fd_reader::read_some(void* p, std::size_t n) {
+  for (;;) {
+    if (poll_first_ && !wait_ready(fd_, POLLIN, wake_, who_)) return -1;
+    if (wake_ && wake_->signalled()) return -1;
+    ssize_t r = ::read(fd_, p, n);
+    if (r >= 0) return long(r);
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+    throw sinew::error(who_ + ": read failed at byte " + std::to_string(offset_) + ": " + errno_text(errno));
+  }
+}
+
+fd_reader::status fd_reader::read_exact(void* dst, std::size_t n, std::size_t& got) {
+  char* d = static_cast<char*>(dst);
+  got = 0;
+  std::size_t have = end_ - pos_;
+  if (have) {
+    std::size_t k = have < n ? have : n;
+    std::memcpy(d, buf_.data() + pos_, k);
+    pos_ += k;
+    got = k;
+    offset_ += k;
+  }
+  while (got < n) {
+    std::size_t want = n - got;
+    long r;
+    if (want >= buf_.size()) {  // large: straight into the destination
+      r = read_some(d + got, want);
+      if (r > 0) {
+        got += std::size_t(r);
+        offset_ += std::uint64_t(r);
+      }
+    } else {
+      r = read_some(buf_.data(), buf_.size());
+      if (r > 0) {
+        pos_ = 0;
+        end_ = std::size_t(r);
+        std::size_t k = end_ < want ? end_ : want;
+        std::memcpy(d + got, buf_.data(), k);
+        pos_ = k;
+        got += k;
+        offset_ += k;
+      }
+    }
+    if (r == 0) return status::eof;
+    if (r < 0) return status::interrupted;
+  }
+  return status::ok;
+}
+
+fd_reader::status fd_reader::read_line(std::vector<std::uint8_t>& line) {
+  line.clear();
+  bool any = false;
+  for (;;) {
+    if (pos_ < end_) {
+      any = true;
+      const char* b = buf_.data() + pos_;
+      const void* nl = std::memchr(b, '\n', end_ - pos_);
+      std::size_t k = nl ? std::size_t(static_cast<const char*>(nl) - b) : end_ - pos_;
+      line.insert(line.end(), b, b + k);
+      pos_ += k;
+      offset_ += k;
+      if (nl) {
+        ++pos_;
+        ++offset_;
+        return status::ok;
+      }
+    }
+    long r = read_some(buf_.data(), buf_.size());
+    if (r < 0) return status::interrupted;
+    if (r == 0) return any ? status::ok : status::eof;
+    pos_ = 0;
+    end_ = std::size_t(r);
+  }
+}
+
+fd_writer::fd_writer(int fd, std::string who, const wake_event* wake, std::size_t buffer)
+    : fd_(fd), who_(std::move(who)), wake_(wake), buf_(buffer) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw sinew::error(who_ + ": not an open descriptor: " + errno_text(errno));
+  socket_ = S_ISSOCK(st.st_mode);
+  may_sigpipe_ = !socket_ && !S_ISREG(st.st_mode);
+}
+
+void fd_writer::write(const void* p, std::size_t n) {
+  if (n == 0) return;
+  if (used_ + n <= buf_.size()) {
+    std::memcpy(buf_.data() + used_, p, n);
+    used_ += n;
+    return;
+  }
+  ::iovec iov[2] = {{buf_.data(), used_}, {const_cast<void*>(p), n}};
+  write_all(used_ ? iov : iov + 1, used_ ? 2 : 1);
+  used_ = 0;
+}
+
+void fd_writer::flush() {
+  if (!used_) return;
+  ::iovec iov{buf_.data(), used_};
+  used_ = 0;
+  write_all(&iov, 1);
+}
+
+namespace {
+// Blocks SIGPIPE on this thread while alive; a SIGPIPE raised meanwhile by
+// a write is consumed, so a closed pipe is an EPIPE error, not process death.
+class sigpipe_guard {
+ public:
+  sigpipe_guard() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  void consume() {
+    if (was_pending_) return;
+    timespec zero{0, 0};
+    while (sigtimedwait(&set_, nullptr, &zero) < 0 && errno == EINTR) {}
+  }
+  ~sigpipe_guard() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t set_, old_;
+  bool was_pending_ = false;
+};
+}  // namespace
+
+void fd_writer::write_all(::iovec* iov, int n) {
+  std::size_t total = 0;
+  for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+  std::optional<sigpipe_guard> guard;
+  if (may_sigpipe_) guard.emplace();
+  std::size_t done = 0;
+  while (n > 0) {
+    ssize_t r;
+    if (socket_) {
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = std::size_t(n);
+      r = ::sendmsg(fd_, &m, MSG_NOSIGNAL);
+    } else {
+      r = ::writev(fd_, iov, n);
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a non-blocking descriptor: wait for room
+        if (!wait_ready(fd_, POLLOUT, wake_, who_))
+          throw sinew::error(who_ + ": interrupted after " + std::to_string(written_ + done) +
+                             " bytes while the peer was not reading (the run failed or was cancelled)");
+        continue;
+      }
+      int e = errno;
+      if (e == EPIPE && guard) guard->consume();
+      throw sinew::error(who_ + ": write failed after " + std::to_string(written_ + done) + " bytes: " +
+                         errno_text(e));
+    }
+    done += std::size_t(r);
+    std::size_t k = std::size_t(r);
+    while (n > 0 && k >= iov->iov_len) {
+      k -= iov->iov_len;
+      ++iov;
+      --n;
+    }
+    if (n > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + k;
+      iov->iov_len -= k;
+    }
+  }
+  written_ += total;
+}
+
+record_read read_record(fd_reader& r, const record_layout& l, unit_builder& b) {
+  b.set_shape(l.shape);
+  const std::size_t n = l.shape.count();
+  std::size_t got = 0;
+  for (const elem_type* t : l.buffers) {
+    buffer_ref buf = buffer_pool::global().acquire(n, *t);
+    std::size_t g = 0;
+    fd_reader::status st = r.read_exact(buf->data(), n * t->size, g);
+    got += g;
+    if (st != fd_reader::status::ok) return {st, got};
+    b.add(std::move(buf));
+  }
+  return {fd_reader::status::ok, got};
+}
+
+std::size_t layer_bytes(const layer& l) noexcept {
+  std::size_t s = 0;
+  for (unsigned i = 0; i < l.size(); ++i) s += l.count() * l[i]->type().size;
+  return s;
+}
+
+void write_layer(fd_writer& w, const layer& l) {
+  for (unsigned i = 0; i < l.size(); ++i) w.write(l[i]->data(), l.count() * l[i]->type().size);
+}
+
+bool io_source::next(unit_builder& b) {
+  if (!failed_.empty()) return false;
+  try {
+    return produce(b);
+  } catch (const std::exception& e) {
+    failed_ = e.what();
+    if (failed_.empty()) failed_ = label() + ": failed";
+    return false;
+  }
+}
+
+}  // namespace sinew::io::detail

@@ -1,0 +1,43 @@
+// record_layout and the short element type names of sinew::io.
+#include <sinew/io/record_layout.hpp>
+#include <sinew/io/type_names.hpp>
+
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/node.hpp>
+#include <sinew/engine/work_unit.hpp>
+
+namespace sinew::io {
+
+std::string type_name(const elem_type& type) {
+  for (std::string_view n : elem_type_names())
+    if (type.same_as(*elem_type_by_name(n))) return std::string(n);
+  return sinew::detail::demangle(type.name);
+}
+
+std::size_t record_layout::bytes() const {
+  std::size_t s = 0;
+  for (const elem_type* t : buffers) s += t ? shape.count() * t->size : 0;
+  return s;
+}
+
+std::string record_layout::str() const {
+  std::string s;
+  for (const elem_type* t : buffers) {
+    if (!s.empty()) s += ',';
+    s += t ? type_name(*t) : "null";
+  }
+  return s + " " + shape.str();
+}
+
+void record_layout::check(const std::string& who) const {
+  if (buffers.empty()) throw error(who + ": the record layout has no buffers");
+  if (buffers.size() > layer::max_buffers)
+    throw error(who + ": the record layout has " + std::to_string(buffers.size()) + " buffers, a unit holds at most " +
+                std::to_string(layer::max_buffers));
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    if (!buffers[i]) throw error(who + ": buffer " + std::to_string(i) + " of the record layout has no type");
+  if (shape.rank < 1 || shape.rank > 3) throw error(who + ": the record layout's shape has rank " + std::to_string(shape.rank));
+  if (bytes() == 0) throw error(who + ": the record layout " + str() + " describes zero-byte records");
+}
+
+}  // namespace sinew::io

@@ -1,0 +1,135 @@
+#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/skeletons/pipeline.hpp>
+
+namespace sinew::detail {
+
+namespace {
+
+layer make_layer(const shape& s, const type_list& t) {
+  layer l(s);
+  for (const elem_type* e : t.types) l.add(buffer_pool::global().acquire(s.count(), *e));
+  return l;
+}
+
+}  // namespace
+
+class pipeline_node final : public node_impl {
+ public:
+  explicit pipeline_node(std::vector<node_ptr> c) : c_(std::move(c)) {
+    last_producing_ = -1;
+    for (std::size_t i = 0; i < c_.size(); ++i)
+      if (!c_[i]->in_place()) last_producing_ = int(i);
+  }
+  std::string label() const override { return "pipeline"; }
+  type_list input_types() const override { return c_.front()->input_types(); }
+  type_list output_types() const override {
+    return last_producing_ < 0 ? input_types() : c_[std::size_t(last_producing_)]->output_types();
+  }
+  bool in_place() const override { return last_producing_ < 0; }
+  shape output_shape(const shape& in) const override {
+    shape s = in;
+    for (auto& c : c_) s = c->output_shape(s);
+    return s;
+  }
+  std::string child_path(const std::string& path, std::size_t i) const {
+    return path + "[" + std::to_string(i) + "]/" + c_[i]->segment();
+  }
+  void check(const std::string& path) const override {
+    for (std::size_t i = 0; i < c_.size(); ++i) {
+      c_[i]->check(child_path(path, i));
+      if (i == 0) continue;
+      type_list prev = c_[i - 1]->output_types(), cur = c_[i]->input_types();
+      if (!prev.matches(cur))
+        throw graph_error(child_path(path, i), "reads " + cur.str() + " but stage " + std::to_string(i - 1) +
+                                                   " writes " + prev.str());
+    }
+  }
+
+  /// Intermediate layers for the producing children but the last one.
+  void intermediates(const shape& in, std::vector<layer>& out) const {
+    shape s = in;
+    for (int i = 0; i < last_producing_; ++i) {
+      s = c_[std::size_t(i)]->output_shape(s);
+      if (!c_[std::size_t(i)]->in_place()) out.push_back(make_layer(s, c_[std::size_t(i)]->output_types()));
+    }
+  }
+  bool has_intermediates() const {
+    for (int i = 0; i < last_producing_; ++i)
+      if (!c_[std::size_t(i)]->in_place()) return true;
+    return false;
+  }
+
+  void compile_stream(stream_compiler& c, const std::string& path) const override {
+    std::size_t first = c.stages.size();
+    for (std::size_t i = 0; i < c_.size(); ++i) c_[i]->compile_stream(c, child_path(path, i));
+    if (c.stages.size() == first) return;
+    inherit_placement(c, first);
+    auto& s = c.stages[first];
+    if (has_intermediates()) s.entry_pipelines.insert(s.entry_pipelines.begin(), self());
+    if (capacity) s.capacity = capacity;
+  }
+
+  std::shared_ptr<executable> compile_inline(const std::string& path) const override {
+    auto e = std::make_shared<exec>();
+    e->p = this;
+    e->keep = self();
+    for (std::size_t i = 0; i < c_.size(); ++i) {
+      e->parts.push_back(c_[i]->compile_inline(child_path(path, i)));
+      e->in_place.push_back(c_[i]->in_place());
+    }
+    return e;
+  }
+
+  node_ptr self() const { return std::static_pointer_cast<const node_impl>(weak_self.lock()); }
+  std::weak_ptr<pipeline_node> weak_self;
+
+ private:
+  struct exec final : executable {
+    const pipeline_node* p;
+    node_ptr keep;
+    std::vector<std::shared_ptr<executable>> parts;
+    std::vector<bool> in_place;
+    void execute(exec_args& a) override {
+      std::vector<layer> mids;
+      p->intermediates(a.in->shape(), mids);
+      layer* cur = a.in;
+      std::size_t m = 0;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        exec_args sub = a;
+        sub.in = cur;
+        if (in_place[i]) {
+          sub.out = cur;
+        } else if (int(i) == p->last_producing_) {
+          sub.out = a.out;
+        } else {
+          sub.out = &mids[m++];
+        }
+        parts[i]->execute(sub);
+        cur = sub.out;
+      }
+    }
+  };
+
+  std::vector<node_ptr> c_;
+  int last_producing_;
+};
+
+void insert_pipeline_layers(const node_impl& p, const layer& in, work_unit& u) {
+  std::vector<layer> mids;
+  static_cast<const pipeline_node&>(p).intermediates(in.shape(), mids);
+  for (auto it = mids.rbegin(); it != mids.rend(); ++it) u.insert_below_top(std::move(*it));
+}
+
+node make_pipeline(std::vector<node> stages) {
+  if (stages.empty()) throw graph_error("pipeline", "needs at least one stage");
+  std::vector<node_ptr> c;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    if (!stages[i]) throw graph_error("pipeline[" + std::to_string(i) + "]", "empty node");
+    c.push_back(stages[i].impl());
+  }
+  auto p = std::make_shared<pipeline_node>(std::move(c));
+  p->weak_self = p;
+  return node(p);
+}
+
+}  // namespace sinew::detail
