@@ -1,6 +1,6 @@
-// Group kernels (issue 6): results against sequential references for many
+// Group kernels: results against sequential references for many
 // range and work-group sizes under every order policy, the order rule of
-// seed 002 (Table 1, ties, nesting), the executed order of work-items,
+// [Kim15] (Table 1, ties, nesting), the executed order of work-items,
 // divergence, composition in pipelines and farms, and errors.
 #include <catch2/catch.hpp>
 
@@ -364,7 +364,7 @@ TEST_CASE("group kernel over a 3-D range sums each work-group", "[group]") {
     }
 }
 
-TEST_CASE("group order rule picks the order of seed 002 Table 1", "[group]") {
+TEST_CASE("group order rule picks the order of Table 1 of Kim15", "[group]") {
   using O = item_order;
   // Rows: loop stride 0, 1, other; columns: work-item stride 0, 1, other.
   const long s[3] = {0, 1, 5};
@@ -442,7 +442,7 @@ TEST_CASE("group loops run work-items in the order the policy picks", "[group]")
   CHECK(run_logged(1, items, order_policy::declared) == nest_bf);
 
   // Loops short enough to be unrolled run depth-first under the declared
-  // policy (seed 002 §4.2), whatever their strides; forced orders still apply.
+  // policy [Kim15, §4.2], whatever their strides; forced orders still apply.
   const mem_access prefers_bf{1, 0};
   CHECK(run_logged(4, items, order_policy::declared, prefers_bf, 3, 4) == depth_first_order(items, 3));
   CHECK(run_logged(4, items, order_policy::declared, prefers_bf, 5, 4) == breadth_first_order(items, 5));

@@ -1,4 +1,4 @@
-// Gaussian noise (Marrow thesis image pipeline): adds N(0, sigma^2) noise to
+// Gaussian noise (the image pipeline of [Marques14, §5.1.1]): adds N(0, sigma^2) noise to
 // the colour channels of each pixel, alpha kept. The normals come from the
 // same counter-based hash (splitmix64) and Box-Muller transform as the C++
 // leaf (include/sinew/workloads/gaussian_noise.hpp), so results match it up

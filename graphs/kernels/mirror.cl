@@ -1,4 +1,4 @@
-// Mirror (Marrow thesis image pipeline): flips each row left-right.
+// Mirror (the image pipeline of [Marques14, §5.1.1]): flips each row left-right.
 // 2-D range: x = column, y = row. Reads only its own row, so a multi-device
 // split by rows needs no halo.
 // Args: input uchar4 image, output uchar4 image, cols, rows.

@@ -1,4 +1,4 @@
-// N-body step (Marrow thesis §5.1.1): direct O(N^2) force sum with
+// N-body step ([Marques14, §5.1.1]): direct O(N^2) force sum with
 // softening, then a leapfrog-like position/velocity update, as the C++ leaf
 // (include/sinew/workloads/nbody.hpp: nbody_advance). Positions are float4
 // (x, y, z, mass), velocities float4 (w unused). Every body reads every

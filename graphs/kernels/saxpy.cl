@@ -1,4 +1,4 @@
-// Saxpy (Marrow thesis §5.1.1): z = a*x + y over float32.
+// Saxpy ([Marques14, §5.1.1]): z = a*x + y over float32.
 // Args: input x, input y, output z, scalar float a, count n.
 // Contraction into an FMA is off so that a*x+y rounds like the C++ leaf
 // (bit-exact unless the C++ build itself contracts, e.g. -march=native).

@@ -1,4 +1,4 @@
-// Segmentation (Marrow thesis §5.1.1): each voxel of a 3-D grey volume becomes
+// Segmentation ([Marques14, §5.1.1]): each voxel of a 3-D grey volume becomes
 // white (255) above `hi`, black (0) below `lo`, grey (128) otherwise.
 // Args: input uchar volume, output uchar volume, uchar lo, uchar hi, cols, rows
 // (3-D range: x = column, y = row, z = plane).

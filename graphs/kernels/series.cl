@@ -1,4 +1,4 @@
-// Series (Java Grande Forum JGFSeriesBench, Marrow thesis §5.1.1): Fourier
+// Series (Java Grande Forum JGFSeriesBench, [Marques14, §5.1.1]): Fourier
 // coefficient i of f(x) = (x+1)^x on [0, 2], by Java Grande's
 // TrapezoidIntegrate statement for statement (it evaluates nsteps - 2
 // interior points, as the suite's reference values assume). Double

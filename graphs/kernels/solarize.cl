@@ -1,4 +1,4 @@
-// Solarize (Marrow thesis §5.1.1): per colour channel c < t ? c : 255 - c;
+// Solarize ([Marques14, §5.1.1]): per colour channel c < t ? c : 255 - c;
 // alpha is kept. Pixels are rgba8 (uchar4). 2-D range: x = column, y = row.
 // Args: input uchar4 image, output uchar4 image, uchar t, cols, rows.
 __kernel void solarize(__global const uchar4* in, __global uchar4* out, const uchar t, const uint cols,

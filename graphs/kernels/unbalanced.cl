@@ -1,4 +1,4 @@
-// The unbalanced kernel of seed 001 (HPL multi-device evaluation): each
+// The unbalanced kernel of [Vinas17, §4.2.2, Fig. 13]: each
 // element of a 2-D float matrix costs 1 flop when it is zero and 1001 flops
 // otherwise (an iterated multiply-add), so rows with many non-zeros take
 // longer; the test matrix puts its zeros in the top rows.

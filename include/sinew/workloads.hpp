@@ -1,8 +1,8 @@
 #pragma once
 /// \file workloads.hpp
-/// The seed benchmark workloads (Marrow thesis §5.1.1 benchmark suite) as
-/// Sinew leaves, each with a plain sequential reference and a deterministic
-/// input generator, in namespace `sinew::workloads`:
+/// The benchmark workloads of [Marques14, §5.1.1] as Sinew leaves, each
+/// with a plain sequential reference and a deterministic input generator,
+/// in namespace `sinew::workloads`:
 ///
 /// | header                          | workload                                   | leaf form          |
 /// |---------------------------------|--------------------------------------------|--------------------|

@@ -1,6 +1,6 @@
 // `distributed(farm_or_map)`: the node, its executables and the registry the
-// serving ranks look subtrees up in. The transport (MPI) lives in
-// engine/mpi_session.cpp and is only reached through detail::dist_transport.
+// serving ranks look subtrees up in. The transport (MPI, the sinew::mpi
+// component: mpi_session.cpp) is only reached through detail::dist_transport.
 #include <sinew/distributed/distributed.hpp>
 
 #include <algorithm>

@@ -8,8 +8,8 @@
 /// (tests/test_group_kernel_opencl.cpp, bench/group_leaves.cpp).
 ///
 /// Each loop's `accesses` are its global/local memory accesses with their
-/// strides along the loop index and the fastest work-item id (seed 002,
-/// Table 1); the carried accumulators are not listed: `group::loop` counts
+/// strides along the loop index and the fastest work-item id
+/// [Kim15, Table 1]; the carried accumulators are not listed: `group::loop` counts
 /// each as one L0 W1 access (memory when run breadth-first, a register
 /// depth-first).
 ///

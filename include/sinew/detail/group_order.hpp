@@ -1,12 +1,11 @@
 #pragma once
 /// \file group_order.hpp
 /// Locality-centric choice of work-item order for a loop inside a region of a
-/// group kernel (seed 002, Kim et al., "Locality-Centric Thread Scheduling for
-/// Bulk-synchronous Programming Models on CPU Architectures", §3.2).
+/// group kernel [Kim15, §3.2].
 ///
 /// Every memory access of the loop body is classified by its stride with
 /// respect to the loop index (L0, L1, LX) and to the work-item id (W0, W1,
-/// WX); Table 1 of the seed says which order each class prefers:
+/// WX); [Kim15, Table 1] says which order each class prefers:
 ///
 /// |            | W0  | W1  | WX  |
 /// |------------|-----|-----|-----|
@@ -32,7 +31,7 @@
 
 namespace sinew {
 
-/// Stride class of one memory access along one index (seed 002, Table 1).
+/// Stride class of one memory access along one index [Kim15, Table 1].
 enum class stride_class : unsigned char { zero, one, other };
 
 /// Classifies a numeric stride: 0 is invariant, +-1 is unit stride.
@@ -65,7 +64,7 @@ enum class item_order : unsigned char { depth_first, breadth_first };
 /// Which order an access prefers, or neither (the diagonal of Table 1).
 enum class preference : unsigned char { none, depth_first, breadth_first };
 
-/// Table 1 of seed 002: the order giving the smaller stride.
+/// [Kim15, Table 1]: the order giving the smaller stride.
 constexpr preference prefers(const mem_access& a) noexcept {
   unsigned l = unsigned(a.loop_class()), w = unsigned(a.item_class());
   if (l == w) return preference::none;
@@ -92,7 +91,7 @@ constexpr item_order choose_order(std::initializer_list<mem_access> accesses, un
 /// (all depth-first) ... D = inside the innermost loop (all breadth-first).
 /// Loops [0, position) run breadth-first, loops [position, D) depth-first.
 /// An inner breadth-first loop wins over depth-first loops around it
-/// (seed 002, §3.2.3), so the position is one past the innermost
+/// [Kim15, §3.2.3], so the position is one past the innermost
 /// breadth-first level.
 template <std::size_t D>
 constexpr unsigned nest_position(const std::array<item_order, D>& per_level) noexcept {

@@ -7,7 +7,7 @@
 /// turns group by group, and each loop's time is recorded per group. Once
 /// every candidate has enough samples whose spread is small, each loop keeps
 /// the candidate with the lowest *median* time -- but only if it beats the
-/// declared order (seed 002's stride rule) by more than the noise of the
+/// declared order (the stride rule of [Kim15, §3.2]) by more than the noise of the
 /// samples; otherwise the declared order stays. A loop is known by the type
 /// of its body (every lambda has its own type).
 ///

@@ -47,8 +47,9 @@ bool is_distributed(const node& n);
 namespace detail {
 
 /// What a distributed node hands to the process transport. The transport is
-/// implemented by the MPI session (engine/mpi_session.cpp); the core only
-/// sees this interface, so builds without MPI run distributed nodes locally.
+/// rank 0's dealer of the MPI session (nodes/distributed/mpi_dealer.hpp);
+/// the core only sees this interface, so builds without MPI run distributed
+/// nodes locally.
 class dist_transport {
  public:
   virtual ~dist_transport() = default;

@@ -1,5 +1,5 @@
 #pragma once
-/// \file mpi/session.hpp
+/// \file distributed/mpi_session.hpp
 /// `sinew::mpi::session`: runs one graph over the processes of an MPI job
 /// (Open MPI's `mpirun`). Available when Sinew was built with MPI
 /// (`SINEW_HAVE_MPI`; CMake option `SINEW_MPI`). Every rank builds the same

@@ -1,13 +1,15 @@
 #pragma once
 /// \file leaf.hpp
 /// How a C++ functor becomes a leaf. The functor is a template parameter of
-/// `map<F>` (so the compiler inlines and vectorises it: >3.5x in the Marrow
-/// thesis) and its `operator()` signature says what it reads and writes.
+/// `map<F>` (so the compiler inlines and vectorises it: >3.5x in
+/// [Marques14, §4.2.3, Fig. 4.4]) and its `operator()` signature says what
+/// it reads and writes.
 ///
-/// **Per element** (as the thesis' Saxpy functor): inputs by value (or const
-/// reference) from layer 0, outputs by pointer into layer 1; an optional
-/// first `sinew::index` gives the element's position. Parameters that are
-/// non-const references make the map *in place* (it updates layer 0).
+/// **Per element** (as the Saxpy functor of [Marques14, Listing 4.2]):
+/// inputs by value (or const reference) from layer 0, outputs by pointer
+/// into layer 1; an optional first `sinew::index` gives the element's
+/// position. Parameters that are non-const references make the map *in
+/// place* (it updates layer 0).
 /// \code
 /// struct Saxpy { float a; void operator()(float x, float y, float* z) const { *z = a * x + y; } };
 /// struct Iota  { void operator()(sinew::index i, int* out) const { *out = int(i.linear); } };

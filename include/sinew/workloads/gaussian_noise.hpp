@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/gaussian_noise.hpp
-/// **Gaussian noise** (Marrow thesis §5.1.1 image filters): adds N(0, sigma²)
+/// **Gaussian noise** ([Marques14, §5.1.1] image filters): adds N(0, sigma²)
 /// noise to the R, G and B channels of every pixel (alpha untouched), rounds
 /// and clamps to [0, 255]. The noise of pixel i depends only on (seed, i):
 /// a counter-based hash (SplitMix64) gives the uniforms, Box–Muller turns

@@ -2,7 +2,7 @@
 /// \file workloads/image.hpp
 /// RGBA8 pixels and a deterministic image generator for the image-filter
 /// workloads (Solarize, Gaussian noise, Mirror: the image-filter pipeline of
-/// the Marrow thesis benchmark suite, §5.1.1).
+/// the benchmark suite of [Marques14, §5.1.1]).
 ///
 /// \code
 /// sinew::array<sinew::workloads::rgba8, 2> img = sinew::workloads::make_image(480, 640, 1);

@@ -1,7 +1,7 @@
 #pragma once
 /// \file workloads/image_pipeline.hpp
-/// The Marrow thesis' image pipeline (§5.1.1; the running example of seed
-/// 003): Gaussian noise -> Solarize -> Mirror over a stream of RGBA images,
+/// The image pipeline of [Marques14, §5.1.1] (its running example):
+/// Gaussian noise -> Solarize -> Mirror over a stream of RGBA images,
 /// optionally with the Solarize stage replicated in an ordered farm.
 ///
 /// \code

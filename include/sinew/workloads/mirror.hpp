@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/mirror.hpp
-/// **Mirror** (Marrow thesis §5.1.1 image filters): horizontal mirror,
+/// **Mirror** ([Marques14, §5.1.1] image filters): horizontal mirror,
 /// out(r, c) = in(r, cols - 1 - c). An output pixel needs another input
 /// pixel, so the leaf is per chunk: it gets a range of rows and views of the
 /// whole input and output images.

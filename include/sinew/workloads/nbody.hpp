@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/nbody.hpp
-/// **NBody** (Marrow thesis §5.1.1; after the AMD APP SDK OpenCL "NBody"
+/// **NBody** ([Marques14, §5.1.1]; after the AMD APP SDK OpenCL "NBody"
 /// sample, kernel `nbody_sim`): one time step of a direct O(N²) gravity
 /// simulation with Plummer softening eps². Every body reads every other
 /// body's position, so the leaf is per chunk: it gets a range of bodies and

@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/saxpy.hpp
-/// **Saxpy** (Marrow thesis §5.1.1; BLAS level 1): `z = a*x + y` over float32
+/// **Saxpy** ([Marques14, §5.1.1]; BLAS level 1): `z = a*x + y` over float32
 /// vectors, one map over one unit holding x and y.
 ///
 /// \code
@@ -19,7 +19,7 @@
 
 namespace sinew::workloads {
 
-/// Per-element leaf: `*z = a * x + y` (the thesis' Saxpy functor).
+/// Per-element leaf: `*z = a * x + y` (the Saxpy functor of [Marques14, Listing 4.2]).
 ///
 /// \code
 /// auto node = sinew::map<sinew::workloads::saxpy>({2.5f});

@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/segmentation.hpp
-/// **Segmentation** (Marrow thesis §5.1.1): a 3-D grey-scale volume (e.g.
+/// **Segmentation** ([Marques14, §5.1.1]): a 3-D grey-scale volume (e.g.
 /// 100³ uint8 voxels) is split into three classes by two thresholds: a voxel
 /// becomes 255 (white) if v > hi, 0 (black) if v < lo, and 128 (grey)
 /// otherwise.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file workloads/series.hpp
 /// **Series** (Java Grande Forum benchmark suite, section 2, JGFSeriesBench /
-/// SeriesTest; Marrow thesis §5.1.1): the first N Fourier coefficients of
+/// SeriesTest; [Marques14, §5.1.1]): the first N Fourier coefficients of
 /// f(x) = (x+1)^x on [0, 2]. Coefficient i >= 1 is
 ///   a_i = ∫ f(x) cos(pi i x) dx,  b_i = ∫ f(x) sin(pi i x) dx   over [0, 2],
 /// and coefficient 0 is a_0 = ∫ f(x) dx / 2, b_0 = 0, each integral computed

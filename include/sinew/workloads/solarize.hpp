@@ -1,6 +1,6 @@
 #pragma once
 /// \file workloads/solarize.hpp
-/// **Solarize** (Marrow thesis §5.1.1 image filters): per colour channel
+/// **Solarize** ([Marques14, §5.1.1] image filters): per colour channel
 /// (R, G, B; alpha untouched) `c < t ? c : 255 - c`.
 ///
 /// \code
