@@ -145,9 +145,8 @@ class context {
   /// round). Variants excluded by --variant are not run (empty series).
   /// With `min_seconds` > 0, short variants get more rounds: as many as
   /// make the slowest warm-up run times the rounds reach `min_seconds`,
-  /// between `reps()` and 4 x `reps()`. (mir_suite's Map, 1.6 ms: paired
-  /// ratios swing 0.6-1.4 round to round on the 16-core VM, and their
-  /// median over 60 rounds ranged 0.955-1.006 over three runs of one build.)
+  /// between `reps()` and 4 x `reps()` (a millisecond variant's paired
+  /// ratios swing widely round to round; more rounds steady their median).
   ///
   /// \code
   /// auto s = ctx.measure_interleaved({va, vb});
@@ -203,8 +202,8 @@ double now_seconds();
 /// Busy work of a known length for grain benchmarks: `iters` rounds of a
 /// dependent multiply-add on a register (cannot be vectorised or folded:
 /// each round needs the previous one; no memory, so no store-forwarding or
-/// memory-renaming effects: a volatile stack counter ran 1 to 5 cycles per
-/// round on the 16-core Sapphire Rapids host from run to run). The empty
+/// memory-renaming effects, which make a volatile stack counter's cost per
+/// round vary from run to run). The empty
 /// volatile asm makes the call a side effect, so the compiler cannot move it
 /// out of a timed region.
 [[gnu::noinline]] inline float burn(float x, std::uint32_t iters) {

@@ -146,9 +146,7 @@ std::vector<const series*> context::measure_interleaved(const std::vector<varian
   // Each round in a new order (shuffled, fixed seed: runs are repeatable).
   // A rotation would keep the cyclic order: every variant would always
   // follow the same one and inherit its after-effects (a GPU left idle by
-  // the previous variant's host-only unit, caches it filled). Suspected in
-  // a 16-core multidevice_unbalanced run where two near-identical splits
-  // differed by 11%.
+  // the previous variant's host-only unit, caches it filled).
   std::vector<std::size_t> order(vs.size());
   std::iota(order.begin(), order.end(), std::size_t(0));
   std::mt19937 rng(std::uint32_t(std::hash<std::string>{}(r_.name)));

@@ -1,15 +1,14 @@
-// cpp_vs_opencl_cpu: every seed workload as a C++ leaf (sinew::map over the
+// cpp_vs_opencl_cpu: every workload of [Marques14, §5.1.1] as a C++ leaf (sinew::map over the
 // graph's workers) against the same computation as an OpenCL kernel leaf
 // (graphs/kernels/<k>.cl through sinew::opencl::kernel_leaf) on the first
 // OpenCL CPU device (PoCL), on the same cores: what a user gives up or gains
-// by writing the leaf in OpenCL C for a CPU (seed 000, third paper: OpenCL
-// on CPUs).
+// by writing the leaf in OpenCL C for a CPU ([Lee15]: OpenCL on CPUs).
 //
 // Workloads (full / --quick / --smoke sizes): saxpy (20M / 4M / 64k floats),
 // series (2000 / 400 / 32 coefficients), segmentation (200^3 / 100^3 / 32^3),
 // solarize and mirror (4096^2 / 1024^2 / 128^2 RGBA), gaussian noise
 // (2048^2 / 1024^2 / 128^2), n-body (one step of 4096 / 2048 / 256 bodies),
-// unbalanced (seed 001's kernel, 2048^2 / 512^2 / 64^2, half the rows
+// unbalanced (the kernel of [Vinas17, §4.2.2], 2048^2 / 512^2 / 64^2, half the rows
 // non-zero). Both variants use memory the OpenCL device maps (PoCL shares
 // host memory: no copies).
 //

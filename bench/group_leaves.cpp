@@ -1,7 +1,7 @@
 // group_leaves: OpenCL-style kernels (work-groups, local memory, barriers)
 // as Sinew group leaves vs the same kernels (graphs/kernels/*.cl) on PoCL,
 // and the work-item orders of the group leaf: depth-first, breadth-first,
-// the order seed 002's stride rule picks from the declared strides, and the
+// the order the stride rule of [Kim15, §3.2] picks from the declared strides, and the
 // order measured on the first groups.
 //
 // RATIO lines per kernel:
@@ -234,7 +234,7 @@ void run(sb::context& ctx) {
                    [&] { return compare(hist, hist_ref, "histogram"); },
                    [&] { std::fill(hist.begin(), hist.end(), 0xffffffffu); }});
   // The 3x3 nest is short enough to be unrolled: depth-first under the
-  // default unroll_limit (seed 002 §4.2), whatever Table 1 says of it.
+  // default unroll_limit [Kim15, §4.2], whatever Table 1 says of it.
   cases.push_back({"stencil_tile", sinew::item_order::depth_first,
                    [&](order_policy p) {
                      return sinew::group_kernel<StencilTile>(sinew::range2d{st_ly, st_lx}, {}, {.order = p});

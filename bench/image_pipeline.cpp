@@ -1,5 +1,5 @@
-// image_pipeline: the Marrow thesis' image pipeline (seed 003 §5.1.1:
-// Gaussian noise -> Solarize -> Mirror) over a stream of RGBA images of
+// image_pipeline: the image pipeline of [Marques14, §5.1.1]
+// (Gaussian noise -> Solarize -> Mirror) over a stream of RGBA images of
 // 1024^2 ... 8192^2 pixels: Sinew's `workloads::image_pipeline` vs the same
 // three stages written directly as a oneTBB flow graph.
 //

@@ -1,4 +1,4 @@
-// map_dispatch: seed 004's `sched_overhead` sweep (Section 5, Figure 11:
+// map_dispatch: the `sched_overhead` sweep of [Zhang18, §5, Fig. 11] (
 // "the scheduling time from dispatching tasks to their completion" for
 // kernels of 1 ... 10^5 work-groups of one work-item each) for Sinew's
 // parallel_for: an empty leaf, chunk counts 1, 10, 100, 1000, 10^4, 10^5
@@ -94,9 +94,8 @@ void run(sb::context& ctx) {
            .unit = "us/call",
            .better = sb::lower,
            .setup = [s] { s->reset_stats(); },
-           // The same leaf as the peer's. (It once added to a shared atomic
-           // for the check: on 16 cores that line took 92% of the time of
-           // 10^5 chunks, 7.0 ms per call against oneTBB's 0.55.)
+           // The same leaf as the peer's; no shared counter for the check (at
+           // 10^5 chunks its cache line would dominate the time measured).
            .run =
                [&, s] {
                  for (std::size_t c = 0; c < calls; ++c)

@@ -1,7 +1,5 @@
 #pragma once
-// The five programs of seed 000 paper 1 (Muddukrishna, Jonsson & Brorsson,
-// "Locality-Aware Task Scheduling and Data Distribution for OpenMP Programs
-// on NUMA Systems and Manycore Processors", Section 6, Table 4 and Figure 7):
+// The five programs of [Muddukrishna15, §6, Table 4 and Fig. 7]:
 // Map, Reduction, Jacobi, blocked Matmul and SparseLU, as task-parallel
 // programs against the `sinew::scheduler` interface. Every task passes a
 // locality hint: D, the bytes of the buffers it reads and writes on each

@@ -1,4 +1,4 @@
-// mir_suite: the five programs of seed 000 paper 1 (Map, Jacobi, blocked
+// mir_suite: the five programs of [Muddukrishna15] (Map, Jacobi, blocked
 // Matmul, SparseLU, Reduction; bench/mir_programs.hpp) on this machine,
 // each under every scheduling policy (steal, deal, tbb) x data placement
 // (fine, coarse, standard, auto), normalised to steal+fine as the paper's
@@ -52,9 +52,9 @@ void run(sb::context& ctx) {
     // The target compares the policies on the same layout, round by round:
     // t(steal) / t(deal) of each round of the interleaved runs. On one node
     // the layouts put every page on the same node, so the rounds of all four
-    // are samples of the same comparison (4 x the rounds: single 16-core
-    // runs of Map, 1.6 ms, swung 0.96-1.04 on the auto layout alone, and
-    // the short programs get up to 60 rounds, run_suite); with several
+    // are samples of the same comparison (4 x the rounds: a single layout's
+    // ratio swings by several percent on the short programs, which get up
+    // to 60 rounds, run_suite); with several
     // nodes, the auto layout's.
     std::vector<std::pair<const mir::row*, const mir::row*>> pairs;
     for (const auto& r : rows)

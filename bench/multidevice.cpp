@@ -1,5 +1,5 @@
 // multidevice_series / multidevice_saxpy / multidevice_unbalanced: one map
-// split over several devices by the balancers of seed 001 §3.3.2.
+// split over several devices by the balancers of [Vinas17, §3.3.2].
 //
 // For each workload: each device alone, all devices under every balancer
 // (static equal shares, single-step, iterative, exhaustive 5%), and the
@@ -7,15 +7,15 @@
 // optimum (target ≥ 0.95) and, for series, all devices vs the best single
 // device (target ≥ 1.0). Tuning executions process real units; how many
 // each balancer needed (each distribution tried is timed on two units, as
-// in seed 001; and how long they took) is printed as a note, and
+// in [Vinas17]; and how long they took) is printed as a note, and
 // so is each device's median share time once tuned (the steady state) and
 // the iterative search's fitted share times (fixed cost + per percent).
 //
 // Every balancer, the optimum included, balances the share times *with*
 // transfers (the default, `balance_policy::with_transfers`): the benchmark
 // times whole units, and a GPU's kernel-only time leaves out the uploads and
-// downloads that dominate saxpy (the first 16-core run balanced kernel times
-// and put 94% of saxpy on a GPU 14x slower than the host end to end).
+// downloads that dominate saxpy (balanced on kernel times alone, most of
+// saxpy would go to a GPU that is slower than the host end to end).
 //
 // Devices: with an OpenCL GPU, the host executor (all workers) plus each
 // GPU running the workload's kernel from graphs/kernels/. Without one, two
@@ -150,9 +150,8 @@ double paired_median(const std::vector<double>& a, const std::vector<double>& b)
 ///
 /// Every configuration is built (and the balancers tuned) first; then all
 /// are timed together, interleaved (rounds that run each once, the order
-/// rotating), so that the 16-core VM's drift -- its neighbours' steal time
-/// moved one variant's median by 30% from one block of runs to the next --
-/// hits every configuration alike, and the RATIO lines are medians of
+/// rotating), so that the host's drift (on a VM, its neighbours' steal
+/// time) hits every configuration alike, and the RATIO lines are medians of
 /// round-by-round ratios.
 result_times drive(sb::context& ctx, const std::string& tag, const dev_list& devs,
                    const std::function<void(sinew::graph&)>& run_once, const std::function<std::string()>& check,
@@ -188,14 +187,13 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     c.name = name;
     c.p = p;
     // Real devices are noisy: every distribution a search tries is timed on
-    // two units and the times averaged (seed 001's default), so that a lucky
+    // two units and the times averaged ([Vinas17]'s default), so that a lucky
     // sample neither ends the iterative search early nor wins the sweep.
     // The steady state measures the split each balancer chose: stream
     // re-tuning stays off. With it on, noisy share times (a device given a
     // few rows takes microseconds, so its imbalance ratio swings widely)
-    // restarted searches in the middle of the timed runs -- a 2-core run
-    // timed most of a new 1% sweep as "the optimum". Re-tuning has its own
-    // tests.
+    // would restart searches in the middle of the timed runs. Re-tuning has
+    // its own tests.
     if (c.p.kind != sinew::balance_kind::fixed) c.p.repeats = 2, c.p.retune = false;
     c.m = sinew::multi_device_map(devs, c.p, {.cache = &c.cache});
   }
@@ -246,11 +244,8 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   // that chose the same split are the same configuration from here on (a
   // split that gives one device the whole unit is that device alone: the
   // map posts its one share to the same device thread). Timing one split
-  // twice only measures noise: on the tuned graphs themselves two balancers
-  // with the same split differed by up to 10% in a 16-core run
-  // (2026-11-24-16core-opencl-3610e58), and separately timed variants of one
-  // split still differed by 7% on a GPU with spikes (nz 100%,
-  // 2026-11-24-16core-opencl-envelope).
+  // twice only measures noise (two balancers with the same split can differ
+  // by as much as the gap being measured on a noisy GPU).
   struct split {
     std::vector<double> w;
     sinew::balance_cache cache;
@@ -395,9 +390,9 @@ void run_saxpy(sb::context& ctx) {
 
 void run_unbalanced(sb::context& ctx) {
   // Big enough that a unit's fixed costs (launch, transfers' latency, waking
-  // the device thread) are small beside its work on every split: at 512x256
-  // the H100 host's balanced unit took ~0.2 ms and the balancers compared
-  // noise. 1024x1024 costs the host alone ~90 ms at 100% on 16 cores.
+  // the device thread) are small beside its work on every split: a unit of
+  // a fraction of a millisecond makes the balancers compare noise.
+  // 1024x1024 costs the host alone ~90 ms at 100% on 16 cores.
   const std::size_t side = ctx.smoke() ? 64 : ctx.quick() ? 256 : 1024;
   const std::size_t rows = side, cols = side;
   ctx.param("matrix", std::to_string(rows) + "x" + std::to_string(cols));

@@ -1,4 +1,4 @@
-// nbody: the O(N^2) N-Body simulation of seed 003 §5.1.1, iterated by
+// nbody: the O(N^2) N-Body simulation of [Marques14, §5.1.1], iterated by
 // Sinew's `for` skeleton (`workloads::nbody_simulation`: for_loop over
 // map<nbody_step>) vs a hand-written oneTBB time-step loop (one
 // tbb::parallel_for over the bodies per step, double-buffered, swap).

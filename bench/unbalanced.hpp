@@ -1,5 +1,5 @@
 #pragma once
-// Seed 001 §4.2.2's unbalanced kernel as a C++ leaf, shared by the
+// The unbalanced kernel of [Vinas17, §4.2.2] as a C++ leaf, shared by the
 // benchmarks that run it (multidevice_unbalanced, cpp_vs_opencl_cpu): 1 flop
 // on a zero, 1001 on a non-zero, no extra memory access; the same
 // arithmetic as graphs/kernels/unbalanced.cl.
@@ -26,7 +26,7 @@ struct unbalanced {
 };
 
 /// Fills `m` with zeros in the top rows and non-zeros below, so that a
-/// fraction `nonzero` of the rows are non-zero (seed 001: zeros on top).
+/// fraction `nonzero` of the rows are non-zero ([Vinas17]: zeros on top).
 inline void fill_unbalanced(sinew::array<float, 2>& m, double nonzero) {
   const std::size_t rows = m.shape().ext[0], cols = m.shape().ext[1];
   const std::size_t first = sinew::unbalanced_first_nonzero_row(rows, nonzero);

@@ -1,5 +1,5 @@
-// workloads: the data-parallel workloads of the Marrow thesis' benchmark
-// suite (seed 003 §5.1.1: Saxpy, Series, Segmentation, Solarize) as one Sinew
+// workloads: the data-parallel workloads of the benchmark suite of
+// [Marques14, §5.1.1] (Saxpy, Series, Segmentation, Solarize) as one Sinew
 // map over one unit, against what a user would otherwise write:
 //
 //   sinew map            sinew::map<Leaf> from include/sinew/workloads (C++ leaf)
@@ -55,7 +55,7 @@ namespace scl = sinew::opencl;
 // ---------------------------------------------------------------- direct OpenCL
 
 /// The first OpenCL CPU device, a context and an in-order queue on it, and
-/// kernels built from graphs/kernels/*.cl: what a user launching the seed
+/// kernels built from graphs/kernels/*.cl: what a user launching these
 /// kernels by hand would set up once.
 struct direct_cl {
   cl::Device device;
@@ -436,8 +436,7 @@ void run(sb::context& ctx) {
   direct_cl* d = dcl ? &*dcl : nullptr;
   saxpy_case(ctx, saxpy_n, d);
   // PoCL's double-precision pow/cos make Series ~10x slower than the C++
-  // leaf (3.7 s per run of 10,000 coefficients on 2 cores): the OpenCL
-  // variants run at the smallest size only.
+  // leaf: the OpenCL variants run at the smallest size only.
   for (auto n : series_n) series_case(ctx, n, n == series_n.front() ? d : nullptr);
   if (d && series_n.size() > 1) ctx.note("series: OpenCL variants at " + std::to_string(series_n.front()) + " coefficients only");
   for (auto s : seg_side) segmentation_case(ctx, s, d);

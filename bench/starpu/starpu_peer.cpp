@@ -1,13 +1,13 @@
 // starpu_series / starpu_saxpy: Sinew's balanced multi-device map against
 // StarPU (Debian's libstarpu-dev 1.3) with its `dmda` scheduler, on the same
-// machine in the same process (issue 7, "multi-device").
+// machine in the same process.
 //
 // Built as its own executable, sinew-bench-starpu, only when pkg-config
 // finds starpu-1.3 (bench/CMakeLists.txt), so that sinew-bench does not
 // depend on StarPU. Same command line, method, table, RATIO lines and JSON
 // as sinew-bench (it links the same bench_main/bench_report/bench_support):
 //
-//   build/bench/sinew-bench-starpu --all --json bench/results/<date>-<machine>-starpu.json
+//   build/bench/sinew-bench-starpu --all --json bench/results/<N>core/e2e-starpu.json
 //
 // Variants of each workload (one unit per run, the output checked after every run):
 //   sinew balanced map     sinew::multi_device_map over the host executor (all workers) and
