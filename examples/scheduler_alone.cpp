@@ -1,0 +1,53 @@
+// The scheduler alone: a policy chosen by name, a parallel loop, a task
+// group of independent tasks, and the statistics of the run.
+//   usage: scheduler_alone [policy] [threads]        (default: steal 4)
+#include <sinew/sinew.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  const std::string policy = argc > 1 ? argv[1] : "steal";
+  const unsigned threads = argc > 2 ? unsigned(std::atoi(argv[2])) : 4;
+  std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler(policy, {.threads = threads});
+
+  // A parallel loop: y = 2x + 1 over a million floats, in blocks of 4,096.
+  std::vector<float> x(1'000'000), y(x.size());
+  std::iota(x.begin(), x.end(), 0.f);
+  s->parallel_for(x.size(), 4096, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) y[i] = 2.f * x[i] + 1.f;
+  });
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (y[i] != 2.f * x[i] + 1.f) {
+      std::printf("scheduler_alone: y[%zu] = %g\n", i, double(y[i]));
+      return 1;
+    }
+
+  // A task group: the sum of 0 .. 9,999,999 in 1,000 tasks of 10,000 numbers.
+  const std::uint64_t n = 10'000'000, want = n * (n - 1) / 2, per_task = 10'000;
+  std::atomic<std::uint64_t> got{0};
+  sinew::task_group g(*s);
+  for (std::uint64_t b = 0; b < n; b += per_task)
+    g.run([&got, b, per_task] {
+      std::uint64_t t = 0;
+      for (std::uint64_t i = b; i < b + per_task; ++i) t += i;
+      got.fetch_add(t, std::memory_order_relaxed);
+    });
+  g.wait();  // rethrows the first exception a task threw
+  if (got != want) {
+    std::printf("scheduler_alone: sum %llu, expected %llu\n", (unsigned long long)got.load(),
+                (unsigned long long)want);
+    return 1;
+  }
+
+  const sinew::scheduler_stats st = s->stats();
+  std::uint64_t tasks = 0;
+  for (const auto& w : st.workers) tasks += w.tasks;
+  std::printf("scheduler_alone: OK policy=%s workers=%zu tasks=%llu load_balance=%.2f\n", s->name(),
+              st.workers.size(), (unsigned long long)tasks, st.load_balance());
+  return 0;
+}
