@@ -1,8 +1,8 @@
 #pragma once
-// Internal: what every policy needs from a `locality_hint` -- D of seed 000's
-// Algorithm 1 (bytes of the task's inputs on each NUMA node) and the node
-// where those bytes are cheapest to read -- so that `tbb`, `steal` and
-// `deal` count remote bytes the same way.
+// Internal: what every policy needs from a `locality_hint` -- D of
+// [Muddukrishna15, Algorithm 1] (bytes of the task's inputs on each NUMA
+// node) and the node where those bytes are cheapest to read -- so that
+// `tbb`, `steal` and `deal` count remote bytes the same way.
 #include <cstdint>
 #include <span>
 #include <vector>

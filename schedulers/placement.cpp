@@ -1,4 +1,4 @@
-// sinew::placement: data distribution policies (seed 000 paper 1, Tables 1-3)
+// sinew::placement: data distribution policies [Muddukrishna15, Tables 1-3]
 // as an accounting model of where the pages of each buffer live.
 #include <sinew/schedulers/placement.hpp>
 

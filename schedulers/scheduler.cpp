@@ -1,12 +1,11 @@
-#include <sinew/schedulers/deal_scheduler.hpp>
+// The parts of the scheduler interface every policy shares: statistics
+// sums, locality hints, task_group and its counter, help_latch.
+#include <sinew/detail/futex.hpp>
 #include <sinew/engine/error.hpp>
 #include <sinew/schedulers/placement.hpp>
 #include <sinew/schedulers/scheduler.hpp>
-#include <sinew/schedulers/steal_scheduler.hpp>
-#include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include "locality.hpp"
-#include "worker_common.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -104,12 +103,12 @@ void detail::task_counter::run(std::function<void()>& fn) noexcept {
     if (!error) error = std::current_exception();
   }
   fn = nullptr;  // captures go before the waiter can return
-  if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::workers::futex_wake(pending, INT_MAX);
+  if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::futex_wake(pending, INT_MAX);
 }
 
 void detail::task_counter::wait() noexcept {
   for (std::uint32_t p = pending.load(std::memory_order_acquire); p != 0; p = pending.load(std::memory_order_acquire))
-    detail::workers::futex_wait(pending, p);
+    detail::futex_wait(pending, p);
 }
 
 void detail::help_latch::open() {

@@ -1,33 +1,37 @@
-// The `steal` policy: per-worker Chase-Lev deques, a shared injection queue,
-// round-robin stealing, futex sleep when idle. See steal_scheduler.hpp for the
-// policy and the papers; this file's comments cover the concurrency protocols.
-#include <sinew/schedulers/scheduler_registry.hpp>
-#include <sinew/detail/chase_lev_deque.hpp>
-#include <sinew/engine/error.hpp>
-#include <sinew/schedulers/steal_scheduler.hpp>
-#include <sinew/engine/trace.hpp>
-
-#include "locality.hpp"
-#include "worker_common.hpp"
-
+// The `steal` policy: per-worker Chase-Lev deques [ChaseLev05, Le13], a
+// sharded injection queue, round-robin stealing, futex sleep when idle. See
+// steal_scheduler.hpp for the policy and the paper; this file's comments
+// cover the concurrency protocols.
 #include <algorithm>
 #include <chrono>
-
-#include <sinew/detail/clock.hpp>
 #include <climits>
-#include <cstdio>
-#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include <sinew/detail/chase_lev_deque.hpp>
+#include <sinew/detail/clock.hpp>
+#include <sinew/detail/fence.hpp>
+#include <sinew/detail/futex.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/trace.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
+
+#include "locality.hpp"
+#include "workers/loop_ctx.hpp"
+#include "workers/map_dispatch.hpp"
+#include "workers/parking_lot.hpp"
+#include "workers/run_task.hpp"
+#include "workers/task_cache.hpp"
+#include "workers/task_shard.hpp"
+#include "workers/worker_counters.hpp"
+#include "workers/worker_thread.hpp"
+
 #if defined(__linux__)
-#include <linux/futex.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <sched.h>  // sched_getaffinity
 #endif
 
 namespace sinew {
@@ -36,9 +40,9 @@ namespace {
 
 using detail::now_ns;
 namespace workers = detail::workers;
-using workers::cpu_relax;
-using workers::futex_wait;
-using workers::futex_wake;
+using detail::cpu_relax;
+using detail::futex_wait;
+using detail::futex_wake;
 using workers::loop_ctx;
 
 // Idle phases before sleeping: `pause_rounds` looks for work separated by a
@@ -84,7 +88,7 @@ struct steal_scheduler::impl {
     int node = 0;   // NUMA node of the worker
     int cpu = -1;   // CPU to pin to (-1: none)
     impl* owner = nullptr;
-    workers::parking_lot::parker park;  // idle protocol (worker_common.hpp)
+    workers::parking_lot::parker park;  // idle protocol (workers/parking_lot.hpp)
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
@@ -122,7 +126,7 @@ struct steal_scheduler::impl {
 
   // ------------------------------------------------------------ sleep protocol
   //
-  // Idle workers follow workers::parking_lot (worker_common.hpp: searching
+  // Idle workers follow workers::parking_lot (workers/parking_lot.hpp: searching
   // workers, parking on a word of their own, the no-lost-wake-up argument):
   //
   //   worker W                               submitter (any thread)
@@ -325,17 +329,7 @@ struct steal_scheduler::impl {
 
   void worker_main(worker& w) {
     tl_worker = &w;
-#if defined(__linux__)
-    if (pin && w.cpu >= 0 && w.cpu < CPU_SETSIZE) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(w.cpu, &set);
-      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // failures ignored
-    }
-    char name[16];
-    std::snprintf(name, sizeof name, "sinew-steal-%u", w.index);
-    (void)pthread_setname_np(pthread_self(), name);
-#endif
+    workers::setup_thread("steal", w.index, pin ? w.cpu : -1);
     unsigned idle = 0;
     for (;;) {
       bool contended = false;
@@ -517,7 +511,7 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
     L.total = detail::hint_bytes(hint, p.topo.nodes(), D, "steal_scheduler::parallel_for_at");
     L.D = D;
   }
-  // Map dispatch (worker_common.hpp, seed 004 Section 3.3).
+  // Map dispatch (workers/map_dispatch.hpp).
   std::size_t b = 0;
   if (!workers::begin_loop(p.sc, L, n, p.threads, w, w ? w->node : 0, b)) {
     // One segment per participant (the calling worker keeps the first);

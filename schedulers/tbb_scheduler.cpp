@@ -80,7 +80,7 @@ struct tbb_scheduler::impl {
   int current_arena() const noexcept { return tl_in.owner == this ? int(tl_in.arena) : -1; }
 
   // Read once per scheduler: SINEW_TBB_WAITER=sleep makes waiting threads
-  // sleep (the behaviour before help_until / wait_counted), for comparisons.
+  // sleep instead of working in the arena, for comparisons.
   const bool waiters_sleep = [] {
     const char* e = std::getenv("SINEW_TBB_WAITER");
     return e && std::string(e) == "sleep";
@@ -106,8 +106,8 @@ struct tbb_scheduler::impl {
       threads += a->threads;
       // n worker slots and one reserved for an outside thread: a caller of
       // parallel_for joins its loop at once, a thread waiting for a run
-      // works there (help_until). n slots in all were tried: no gain in
-      // time, and a graph nobody waits on lost a worker (docs/schedulers.md).
+      // works there (help_until), and a graph nobody waits on still has n
+      // workers.
       const int slots = int(a->threads) + 1;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;

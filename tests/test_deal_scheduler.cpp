@@ -1,4 +1,4 @@
-// The `deal` policy (seed 000 paper 1, Algorithms 1-2) on a synthetic 4x4
+// The `deal` policy [Muddukrishna15, Algorithms 1-2] on a synthetic 4x4
 // topology: the decision functions exactly, then the scheduler running.
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,5 @@
-// Placement of a graph's buffers (issue 3: "Buffers placed on NUMA nodes by
-// a policy standard/fine/coarse/auto, globally or per stage") on the
-// synthetic 4-node topology: the nodes recorded on the buffers stages write
+// Placement of a graph's buffers (a policy standard/fine/coarse/auto,
+// globally or per stage) on the synthetic 4-node topology: the nodes recorded on the buffers stages write
 // are what the policy says, and a map over node-placed data reads fewer
 // remote bytes under `deal` than under `steal` (counted, not timed).
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-// Issue 3, item 6: map dispatch (seed 004, Section 3.3: push-based dispatch
-// of work-groups). A parallel_for's chunks are pushed to the workers in one
-// step, only as many sleeping workers as there are chunks are woken, and a
+// Map dispatch ([Zhang18, §3.3]: push-based dispatch of work-groups). A
+// parallel_for's chunks are pushed to the workers in one step, only as
+// many sleeping workers as there are chunks are woken, and a
 // loop of a single chunk (or of chunks together cheaper than a wake-up)
 // runs on the caller.
 #include <catch2/catch.hpp>

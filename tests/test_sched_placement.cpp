@@ -1,4 +1,4 @@
-// Issue 3, item 5: placement bound to memory through libnuma on a real
+// Placement bound to memory through libnuma on a real
 // machine (page maps that the OS confirms with move_pages), the accounting
 // model on a synthetic topology.
 #include <catch2/catch.hpp>

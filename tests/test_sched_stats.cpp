@@ -1,4 +1,4 @@
-// Issue 3, item 7: per-worker and per-run statistics of every policy on a
+// Per-worker and per-run statistics of every policy on a
 // synthetic 4x4 topology -- tasks, busy time, steals split into same node /
 // remote, bytes read from remote nodes (from placement and the tasks'
 // locality hints), load-balance ratio -- and the NUMA arenas of `tbb`.

@@ -1,4 +1,4 @@
-// Issue 3 stress tests, the same for every policy (tbb, steal, deal): random
+// Stress tests, the same for every policy (tbb, steal, deal): random
 // spawn trees and random task graphs (DAGs whose tasks start when their
 // predecessors' count reaches zero) lose no task and run none twice, and an
 // idle scheduler sleeps. The default suite runs a few hundred thousand

@@ -1,4 +1,4 @@
-// sinew::topology and sinew::placement (seed 000 paper 1, Tables 1-3).
+// sinew::topology and sinew::placement [Muddukrishna15, Tables 1-3].
 #include <catch2/catch.hpp>
 
 #include <sinew/engine/error.hpp>
@@ -264,7 +264,7 @@ TEST_CASE("fine placement puts page i on node i mod 4", "[topology]") {
   CHECK_THAT(error_of([&] { bytes_per_node(m, 1, bytes); }), Catch::Contains("outside the buffer"));
   CHECK_THROWS_AS(bytes_per_node(m, bytes + 1, 0), sinew::error);
 
-  // Seed Listing 2: 8 units (pages) interleaved over the four-node machine: 2 each.
+  // [Muddukrishna15, Listing 2]: 8 units (pages) interleaved over the four-node machine: 2 each.
   auto eight = p.place(8 * 4096);
   CHECK(bytes_per_node(eight, 0, 8 * 4096) == sizes{8192, 8192, 8192, 8192});
   // Every buffer starts at node 0.
@@ -349,7 +349,7 @@ TEST_CASE("auto placement applies Table 3 then the chosen policy", "[topology]")
     CHECK(m.policy() == placement::fine);
     CHECK(bytes_per_node(m, 0, 8 * 4096) == sizes{8192, 8192, 8192, 8192});
   }
-  {  // many allocations, many tasks (seed Map benchmark: 63 vectors, a task each): coarse
+  {  // many allocations, many tasks ([Muddukrishna15]'s Map program: 63 vectors, a task each): coarse
     placer p(t, placement::automatic, {63, 63});
     CHECK(p.effective_policy() == placement::coarse);
     CHECK(p.place(4096).home_node() == 0);

@@ -1,9 +1,7 @@
 #pragma once
 /// \file chase_lev_deque.hpp
-/// Internal: the lock-free work-stealing deque of Chase & Lev, "Dynamic
-/// circular work-stealing deque" (SPAA 2005), with the C11 memory orders of
-/// Lê, Pop, Cohen & Zappa Nardelli, "Correct and efficient work-stealing for
-/// weak memory models" (PPoPP 2013, Fig. 1).
+/// Internal: the lock-free work-stealing deque of [ChaseLev05], with the C11
+/// memory orders of [Le13, Fig. 1].
 ///
 /// One owner thread calls `push` and `pop` (at the bottom, LIFO); any thread
 /// may call `steal` (at the top, FIFO). Elements are trivially copyable

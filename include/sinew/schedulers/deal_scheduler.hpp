@@ -1,10 +1,8 @@
 #pragma once
 /// \file deal_scheduler.hpp
 /// The `deal` policy: NUMA work-dealing with distance-thresholded stealing,
-/// Algorithms 1 ("deal-work") and 2 ("find-work") of Muddukrishna, Jonsson &
-/// Brorsson, "Locality-Aware Task Scheduling and Data Distribution for OpenMP
-/// Programs on NUMA Systems and Manycore Processors" (Scientific Programming,
-/// 2015), Section 4.1, with the vicinity-restricted stealing of Section 4.2.
+/// Algorithms 1 ("deal-work") and 2 ("find-work") of [Muddukrishna15, §4.1],
+/// with the vicinity-restricted stealing of [Muddukrishna15, §4.2].
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,10 +45,8 @@ struct deal_options {
   std::chrono::nanoseconds backoff_max{64'000};
   /// During a yielding wait, the least time between two looks at the node's
   /// queue (0: a look after every yield). Each look reads every shard's size,
-  /// which a submitting thread writes on every push: idle workers looking
-  /// after every yield made the main thread's pushes slower (16-core
-  /// mir_suite Reduction, bench/results/2026-11-24-16core-deal-ab/backoff-poll/).
-  /// Must be >= 0.
+  /// which a submitting thread writes on every push, so fewer looks keep idle
+  /// workers off the submitter's cache lines. Must be >= 0.
   std::chrono::nanoseconds backoff_poll{8'000};
   /// Bind each worker to its core (real topologies only; skipped on
   /// synthetic ones, whose cpu ids are not the machine's). Failures ignored.
@@ -84,18 +80,16 @@ struct deal_stats {
   std::uint64_t remote_bytes = 0;
 };
 
-/// NUMA work-dealing scheduler (the `deal` policy; seed 000, paper 1:
-/// Muddukrishna, Jonsson & Brorsson, "Locality-Aware Task Scheduling and Data
-/// Distribution for OpenMP Programs on NUMA Systems and Manycore
-/// Processors", Scientific Programming 2015, Algorithms 1 and 2).
+/// NUMA work-dealing scheduler (the `deal` policy,
+/// [Muddukrishna15, Algorithms 1 and 2]).
 ///
 /// Structure: one task queue per NUMA node ("There is a task queue per NUMA
 /// node on NUMA systems"), one worker per core of the topology ("The
 /// scheduler binds one thread to each core"), worker `w` on the node of its
 /// core (synthetic `N x C`: node `w / C`). Queues are FIFO: "Tasks are added
 /// at the front and removed from the back of task queues". Besides, each
-/// worker has a Chase-Lev deque that only workers of its node take from,
-/// for the halves of the parallel_for blocks it splits and, on a one-node
+/// worker has a Chase-Lev deque [ChaseLev05, Le13] that only workers of its
+/// node take from, for the halves of the parallel_for blocks it splits and, on a one-node
 /// topology (where nothing is dealt or stolen across nodes), for the tasks
 /// it submits and a share of the node FIFO it takes at once: the fast path
 /// of `steal`, so that `deal` costs nothing without NUMA.
@@ -124,16 +118,16 @@ struct deal_stats {
 /// caller helps; an outside caller sleeps): its segments go to the caller's
 /// node queue (an outside caller's: round-robin), or, with
 /// `parallel_for_at`, to the node Algorithm 1 picks for the loop's data.
-/// The destructor runs every
-/// task already submitted (thresholds and vicinities are ignored while it
-/// drains), then joins the workers.
+/// The destructor runs every task already submitted (thresholds and
+/// vicinities are ignored while it drains), then joins the workers.
 ///
 /// Caveat (inherent in the policy): a task is only run by another node when
 /// its queue is long enough, so a task that *blocks* waiting for tasks of
 /// its own node can starve if every worker of that node blocks too.
 ///
-/// Select it for the default scheduler with `SINEW_SCHEDULER=deal` (over
-/// `topology::current()`; `SINEW_THREADS` is ignored: one worker per core).
+/// Select it for the default scheduler with `SINEW_SCHEDULER=deal`: one
+/// worker per core of `topology::current()`, or with `SINEW_THREADS=N` one
+/// node of N cores (`make_scheduler("deal", {.threads = N})`).
 ///
 /// \code
 /// auto topo = sinew::topology::synthetic(4, 4, {{10, 20, 30, 40}, {20, 10, 20, 30},

@@ -1,8 +1,6 @@
 #pragma once
 /// \file placement.hpp
-/// Data placement policies for buffers (seed 000, paper 1: Muddukrishna,
-/// Jonsson, Brorsson, "Locality-Aware Task Scheduling and Data Distribution
-/// for OpenMP Programs on NUMA Systems and Manycore Processors", Tables 1-3).
+/// Data placement policies for buffers [Muddukrishna15, Tables 1-3].
 ///
 /// On a NUMA system the distribution *unit* is a page and the *location* is a
 /// NUMA node (Table 2). The policies of Table 1:
@@ -38,7 +36,7 @@
 
 namespace sinew {
 
-/// Data distribution policy (seed 000 paper 1, Table 1; `automatic` = Table 3).
+/// Data distribution policy ([Muddukrishna15, Table 1]; `automatic` = Table 3).
 enum class placement { standard, fine, coarse, automatic };
 
 /// "standard", "fine", "coarse" or "auto".
@@ -58,7 +56,7 @@ struct usage_hint {
   std::size_t tasks = 0;
 };
 
-/// The "auto" policy: seed 000 paper 1, Table 3 ("Heuristics to select data
+/// The "auto" policy: [Muddukrishna15, Table 3] ("Heuristics to select data
 /// distribution scheme"), exactly:
 ///
 /// |                         | one task operating on data | many tasks          |

@@ -1,8 +1,8 @@
 #pragma once
 /// \file scheduler.hpp
-/// The interface every scheduling policy implements (`tbb` here; `steal` and
-/// `deal` in the scheduler issue). Graphs use it to activate stages and to
-/// run the chunks of a map; programs can also use it directly.
+/// The interface every scheduling policy implements (`tbb`, `steal`, `deal`;
+/// docs/schedulers.md). Graphs use it to activate stages and to run the
+/// chunks of a map; programs can also use it directly.
 ///
 /// \code
 /// auto& s = sinew::default_scheduler();
@@ -59,7 +59,7 @@ struct scheduler_stats {
     /// `locality_hint`) over the submitted tasks this worker ran that had one.
     std::uint64_t hinted_bytes = 0;
     /// The part of `hinted_bytes` on other nodes than `node`: bytes read
-    /// from remote memory (seed 000: what dealing minimises).
+    /// from remote memory (what dealing minimises, [Muddukrishna15, §4.1]).
     std::uint64_t remote_bytes = 0;
   };
   std::uint64_t tasks_submitted = 0;
@@ -73,7 +73,7 @@ struct scheduler_stats {
   std::uint64_t wakeups = 0;
   std::vector<worker> workers;
   /// Fastest worker's busy time / slowest's, over workers that ran anything
-  /// (1 = perfectly balanced; seed 004's load-balance ratio).
+  /// (1 = perfectly balanced; the load-balance ratio of [Zhang18]).
   double load_balance() const;
   /// Sums over the workers.
   std::uint64_t steals_same_node() const;
@@ -202,9 +202,10 @@ class scheduler {
   virtual const topology* numa_topology() const noexcept { return nullptr; }
 };
 
-/// The process-wide default scheduler: the policy named by the environment
-/// variable `SINEW_SCHEDULER` (`tbb`, the default, `steal` or `deal`) over all
-/// hardware threads, or `SINEW_THREADS` threads when that is set.
+/// The process-wide default scheduler: `make_scheduler` of the policy named
+/// by the environment variable `SINEW_SCHEDULER` (`tbb`, the default,
+/// `steal` or `deal`) over `topology::current()`, or `SINEW_THREADS` workers
+/// on one node when that is set.
 scheduler& default_scheduler();
 
 /// A set of tasks one can wait for.

@@ -1,21 +1,18 @@
 #pragma once
 /// \file steal_scheduler.hpp
-/// The `steal` policy: the baseline work-stealing scheduler of Muddukrishna,
-/// Jonsson & Brorsson, "Locality-Aware Task Scheduling and Data Distribution
-/// for OpenMP Programs on NUMA Systems and Manycore Processors" (Scientific
-/// Programming, 2015), Section 5: one worker thread bound to each core, one
-/// task queue per worker, "each thread adds newly created tasks to its own
-/// task queue; threads look for work in their own task queue first; threads
-/// with empty task queues select victims for stealing in a round-robin
-/// fashion". The queue is the lock-free deque of Chase & Lev, "Dynamic
-/// circular work-stealing deque" (SPAA 2005), with the C11 memory orders of
-/// Lê, Pop, Cohen & Zappa Nardelli, "Correct and efficient work-stealing for
-/// weak memory models" (PPoPP 2013) -- see sinew/detail/chase_lev_deque.hpp.
+/// The `steal` policy: the baseline work-stealing scheduler of
+/// [Muddukrishna15, §5]: one worker thread bound to each core, one task
+/// queue per worker, "each thread adds newly created tasks to its own task
+/// queue; threads look for work in their own task queue first; threads with
+/// empty task queues select victims for stealing in a round-robin fashion".
+/// The queue is the lock-free deque of [ChaseLev05] with the C11 memory
+/// orders of [Le13] -- see sinew/detail/chase_lev_deque.hpp.
 ///
 /// Policy in detail:
 ///  * a task submitted by one of this scheduler's workers goes to the bottom
 ///    of that worker's deque (LIFO for the owner); a task submitted by any
-///    other thread goes to a shared FIFO injection queue;
+///    other thread goes to a shared FIFO injection queue (one locked shard
+///    per worker, filled round-robin by each outside thread);
 ///  * a worker looking for work pops its own deque, then the injection queue,
 ///    then steals from the top of the other workers' deques, starting with
 ///    the one after itself and going round; every 61st look checks the

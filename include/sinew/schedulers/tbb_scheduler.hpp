@@ -4,7 +4,7 @@
 /// per NUMA node. Stage activations are enqueued (FIFO-fair, so a busy stage
 /// cannot starve another); map chunks use `tbb::parallel_for`.
 ///
-/// NUMA (issue 3, item 2): built over a `topology`, the scheduler has one
+/// NUMA: built over a `topology`, the scheduler has one
 /// arena per node with as many slots as the node has cores; on a real
 /// machine with several nodes each arena is constrained to its node
 /// (`task_arena::constraints::numa_id`, when oneTBB reports the same number

@@ -2,7 +2,7 @@
 /// \file topology.hpp
 /// NUMA topology: nodes, the OS cpu ids of each node, the last-level cache
 /// size and the node distance matrix (ACPI SLIT style: 10 local, larger
-/// remote). The NUMA schedulers (seed 000, paper 1, Algorithms 1-2) and the
+/// remote). The NUMA schedulers ([Muddukrishna15, Algorithms 1-2]) and the
 /// data placement policies (`placement.hpp`) read it.
 ///
 /// A topology is either detected from the machine with hwloc (`detect()`) or
