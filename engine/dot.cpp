@@ -12,7 +12,8 @@
 
 #include <sinew/engine/error.hpp>
 
-#include "runtime.hpp"
+#include "channel.hpp"
+#include "compiled_graph.hpp"
 
 namespace sinew {
 

@@ -5,7 +5,10 @@
 
 #include <sinew/detail/clock.hpp>
 
-#include "runtime.hpp"
+#include "channel.hpp"
+#include "compiled_graph.hpp"
+#include "run_state.hpp"
+#include "stage.hpp"
 
 namespace sinew {
 
@@ -64,7 +67,7 @@ std::string graph::describe() const {
     os << i << ": " << s.path << " x" << s.concurrency << (s.in_place ? " in-place" : "");
     for (unsigned d : s.enter_regions) os << " enter-ordered(" << d << ")";
     if (s.exit_region >= 0) os << " exit-ordered(" << s.exit_region << ")";
-    if (!s.entry_pipelines.empty()) os << " pushes-layers(" << s.entry_pipelines.size() << ")";
+    if (!s.entry_layers.empty()) os << " pushes-layers(" << s.entry_layers.size() << ")";
     os << "\n";
   }
   return os.str();
@@ -158,8 +161,8 @@ run_stats run_future::stats() const {
   run_stats r;
   r.units_in = s_->units_in.load();
   r.units_out = s_->units_out.load();
-  r.units_alive_max = s_->alive_max.load();
-  r.units_alive = s_->alive.load();
+  r.units_alive_max = s_->units.alive_max();
+  r.units_alive = s_->units.alive();
   r.bytes_in = s_->bytes_in.load();
   for (auto& c : s_->channels) r.capacity_total += c->capacity();
   {

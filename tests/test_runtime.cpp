@@ -602,3 +602,65 @@ TEST_CASE("into() writes the results into the items already in the vector", "[ru
       if (out[k][i] != 2 * (in[k][i] + 1)) FAIL("wrong result at " << i);
   }
 }
+
+namespace {
+
+// A leaf that records what it sees through its stage's scheduler
+// (exec_args::sched): name, workers, topology, task groups and loops.
+struct sched_probe final : detail::node_impl {
+  struct seen {
+    std::mutex m;
+    std::string name;
+    unsigned workers = 0;
+    const topology* topo = nullptr;
+    std::atomic<int> tasks{0}, blocks{0};
+  };
+  std::shared_ptr<seen> s = std::make_shared<seen>();
+
+  std::string label() const override { return "probe"; }
+  detail::type_list input_types() const override { return {true, {}}; }
+  detail::type_list output_types() const override { return {true, {}}; }
+  bool in_place() const override { return true; }
+  std::shared_ptr<detail::executable> compile_inline(const std::string&) const override {
+    struct exec final : detail::executable {
+      std::shared_ptr<seen> s;
+      void execute(detail::exec_args& a) override {
+        scheduler& sc = *a.sched;
+        {
+          std::lock_guard<std::mutex> lk(s->m);
+          s->name = sc.name();
+          s->workers = sc.concurrency();
+          s->topo = sc.numa_topology();
+        }
+        task_group tg(sc);  // submit_counted and wait_counted
+        for (int i = 0; i < 4; ++i) tg.run([p = s] { p->tasks.fetch_add(1); });
+        tg.wait();
+        sc.parallel_for_at({}, 8, 1, [p = s](std::size_t b, std::size_t e) { p->blocks.fetch_add(int(e - b)); });
+      }
+    };
+    auto e = std::make_shared<exec>();
+    e->s = s;
+    return e;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a leaf's scheduler forwards to the run's and counts its loops' chunks", "[runtime][tsan]") {
+  steal_scheduler real(topology::synthetic(2, 1));
+  auto probe = std::make_shared<sched_probe>();
+  auto seen = probe->s;
+  graph g(pipeline(map<inc>(), node(probe)), {.scheduler = &real});
+  auto in = make_items(5, 4);
+  std::vector<std::vector<int>> out;
+  auto f = g.run(in, out);
+  f.get();
+  CHECK(seen->name == std::string(real.name()));
+  CHECK(seen->workers == real.concurrency());
+  CHECK(seen->topo == real.numa_topology());
+  CHECK(seen->tasks.load() == 4 * 5);
+  CHECK(seen->blocks.load() == 8 * 5);
+  const auto st = f.stats();
+  CHECK(st.stages[1].chunks >= 5);  // parallel_for_at's blocks are counted as the stage's chunks
+  CHECK(st.units_out == 5);
+}

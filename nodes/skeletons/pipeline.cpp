@@ -1,17 +1,7 @@
-#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/layer_plan.hpp>
 #include <sinew/skeletons/pipeline.hpp>
 
 namespace sinew::detail {
-
-namespace {
-
-layer make_layer(const shape& s, const type_list& t) {
-  layer l(s);
-  for (const elem_type* e : t.types) l.add(buffer_pool::global().acquire(s.count(), *e));
-  return l;
-}
-
-}  // namespace
 
 class pipeline_node final : public node_impl {
  public:
@@ -45,18 +35,15 @@ class pipeline_node final : public node_impl {
     }
   }
 
-  /// Intermediate layers for the producing children but the last one.
-  void intermediates(const shape& in, std::vector<layer>& out) const {
-    shape s = in;
+  /// The intermediate layers: the results of the producing children but the
+  /// last one, sized by the shape rules of the children up to them.
+  layer_plan intermediates() const {
+    layer_plan p;
     for (int i = 0; i < last_producing_; ++i) {
-      s = c_[std::size_t(i)]->output_shape(s);
-      if (!c_[std::size_t(i)]->in_place()) out.push_back(make_layer(s, c_[std::size_t(i)]->output_types()));
+      const node_ptr& ch = c_[std::size_t(i)];
+      p.add(ch, !ch->in_place(), ch->in_place() ? type_list{} : ch->output_types());
     }
-  }
-  bool has_intermediates() const {
-    for (int i = 0; i < last_producing_; ++i)
-      if (!c_[std::size_t(i)]->in_place()) return true;
-    return false;
+    return p;
   }
 
   void compile_stream(stream_compiler& c, const std::string& path) const override {
@@ -65,7 +52,9 @@ class pipeline_node final : public node_impl {
     if (c.stages.size() == first) return;
     inherit_placement(c, first);
     auto& s = c.stages[first];
-    if (has_intermediates()) s.entry_pipelines.insert(s.entry_pipelines.begin(), self());
+    // Inner pipelines starting here were compiled first: this one goes before them.
+    layer_plan mids = intermediates();
+    if (!mids.empty()) s.entry_layers.insert(s.entry_layers.begin(), std::move(mids));
     if (capacity) s.capacity = capacity;
   }
 
@@ -73,6 +62,7 @@ class pipeline_node final : public node_impl {
     auto e = std::make_shared<exec>();
     e->p = this;
     e->keep = self();
+    e->mids = intermediates();
     for (std::size_t i = 0; i < c_.size(); ++i) {
       e->parts.push_back(c_[i]->compile_inline(child_path(path, i)));
       e->in_place.push_back(c_[i]->in_place());
@@ -89,9 +79,10 @@ class pipeline_node final : public node_impl {
     node_ptr keep;
     std::vector<std::shared_ptr<executable>> parts;
     std::vector<bool> in_place;
+    layer_plan mids;
     void execute(exec_args& a) override {
-      std::vector<layer> mids;
-      p->intermediates(a.in->shape(), mids);
+      std::vector<layer> layers;
+      mids.make(a.in->shape(), layers);
       layer* cur = a.in;
       std::size_t m = 0;
       for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -102,7 +93,7 @@ class pipeline_node final : public node_impl {
         } else if (int(i) == p->last_producing_) {
           sub.out = a.out;
         } else {
-          sub.out = &mids[m++];
+          sub.out = &layers[m++];
         }
         parts[i]->execute(sub);
         cur = sub.out;
@@ -113,12 +104,6 @@ class pipeline_node final : public node_impl {
   std::vector<node_ptr> c_;
   int last_producing_;
 };
-
-void insert_pipeline_layers(const node_impl& p, const layer& in, work_unit& u) {
-  std::vector<layer> mids;
-  static_cast<const pipeline_node&>(p).intermediates(in.shape(), mids);
-  for (auto it = mids.rbegin(); it != mids.rend(); ++it) u.insert_below_top(std::move(*it));
-}
 
 node make_pipeline(std::vector<node> stages) {
   if (stages.empty()) throw graph_error("pipeline", "needs at least one stage");

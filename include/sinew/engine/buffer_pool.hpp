@@ -1,7 +1,7 @@
 #pragma once
 /// \file buffer_pool.hpp
 /// Reuses buffer allocations: re-allocating per unit is a cost the Marrow
-/// thesis (seed 003) lists to remove. Requests are rounded up to a size class
+/// thesis [Marques14] lists to remove. Requests are rounded up to a size class
 /// (64-byte steps up to 1 KiB, then 4 steps per power of two, so at most 25%
 /// slack); a released buffer is kept for the next request of its class while
 /// the cached total stays under `max_cached_bytes`. The global pool also

@@ -55,7 +55,7 @@ struct graph_options {
   /// none): two clock reads per timed unit.
   unsigned latency_every = 16;
   /// NUMA placement of the buffers every stage writes (its output layers;
-  /// seed 000 paper 1, Tables 1-3) over the scheduler's topology
+  /// [Muddukrishna15, Tables 1-3]) over the scheduler's topology
   /// (`scheduler::numa_topology()`, else `topology::current()`), unless the
   /// stage's node says otherwise (`node::placement`). Unset: buffers are not
   /// placed (first touch, no recorded node). Maps over placed data pass it

@@ -20,26 +20,17 @@
 
 #include <sinew/engine/elem_type.hpp>
 #include <sinew/engine/error.hpp>
-#include <sinew/schedulers/placement.hpp>
+#include <sinew/engine/layer_plan.hpp>
 #include <sinew/engine/shape.hpp>
+#include <sinew/engine/type_list.hpp>
 #include <sinew/engine/work_unit.hpp>
+#include <sinew/schedulers/placement.hpp>
 
 namespace sinew {
 
 class scheduler;
 
 namespace detail {
-
-/// Element types of the buffers of a layer; `any` = not checked.
-struct type_list {
-  bool any = false;
-  std::vector<const elem_type*> types;
-  std::string str() const;
-  bool matches(const type_list& o) const;
-};
-
-/// Throws if `l` lacks the buffers `t` describes (count and element size).
-void check_layer(const layer& l, const type_list& t, const char* which);
 
 /// Arguments of one synchronous execution of a compiled subtree on a unit:
 /// read `*in`, write `*out` (the same layer for in-place execution).
@@ -86,7 +77,9 @@ struct stage_spec {
   std::shared_ptr<executable> exec;
   bool in_place = false;    ///< layer 0 is kept (no pop after the stage)
   unsigned concurrency = 1; ///< activations at once (farms multiply it)
-  std::vector<node_ptr> entry_pipelines;  ///< pipelines entered here, outermost first
+  /// Layers of the pipelines entered here, outermost first: each one's
+  /// intermediate layers go below layer 0 of every unit the stage takes.
+  std::vector<layer_plan> entry_layers;
   std::vector<unsigned> enter_regions;    ///< ordered farms entered here (depths)
   int exit_region = -1;                   ///< outermost ordered farm left here
   std::size_t capacity = 0;               ///< input queue capacity, 0 = default

@@ -1,11 +1,11 @@
 #pragma once
 /// \file work_unit.hpp
-/// What flows on a graph edge (seed 003, §4.3, Listing 4.7): a sequence
+/// What flows on a graph edge [Marques14, §4.3, Listing 4.7]: a sequence
 /// number, an end-of-stream flag, a partition granularity, and a *stack of
 /// buffer layers*. A leaf reads layer 0 and writes layer 1; the unit it passes
 /// on has layer 0 popped, so the next stage reads what the previous one wrote.
 /// A pipeline, when entered, inserts one layer per intermediate result right
-/// after layer 0 (Fig. 4.6 of the thesis).
+/// after layer 0 [Marques14, Fig. 4.6].
 ///
 /// \code
 /// sinew::work_unit u;
@@ -128,6 +128,11 @@ class work_unit {
   void insert_below_top(layer l) {
     if (layers_.empty()) throw error("insert_below_top on a unit without layers");
     layers_.insert(layers_.end() - 1, std::move(l));
+  }
+  /// Inserts `l` right below layer `k`: it becomes layer k + 1.
+  void insert_below(std::size_t k, layer l) {
+    check_depth(k);
+    layers_.insert(layers_.end() - 1 - std::ptrdiff_t(k), std::move(l));
   }
   /// Drops layer 0, releasing its buffers.
   void pop_layer() {

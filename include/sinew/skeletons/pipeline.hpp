@@ -2,7 +2,8 @@
 /// \file pipeline.hpp
 /// `pipeline(a, b, ...)`: stage i+1 reads what stage i wrote; stages run
 /// concurrently on successive units. On entry the pipeline inserts one
-/// buffer layer per intermediate result (seed 003, Fig. 4.6).
+/// buffer layer per intermediate result [Marques14, Fig. 4.6], as the
+/// `layer_plan` it computes when the tree compiles says.
 ///
 /// \code
 /// auto images = sinew::pipeline(sinew::map<GaussianNoise>(), sinew::map<Solarize>(), sinew::map<Mirror>());
@@ -15,8 +16,6 @@ namespace sinew {
 
 namespace detail {
 class pipeline_node;
-/// Intermediate layers a pipeline inserts for a unit entering with `in`.
-void insert_pipeline_layers(const node_impl& pipeline, const layer& in, work_unit& u);
 node make_pipeline(std::vector<node> stages);
 }  // namespace detail
 

@@ -1,0 +1,84 @@
+#include "channel.hpp"
+
+#include <algorithm>
+
+#include "compiled_graph.hpp"
+#include "stage.hpp"
+
+namespace sinew::detail {
+
+channel::queue channel::make_queue(kind k, std::size_t cap_max, int ticket_depth) {
+  switch (k) {
+    case kind::spsc: return queue(std::in_place_type<spsc_channel>, cap_max);
+    case kind::mpmc: return queue(std::in_place_type<mpmc_channel>, cap_max);
+    case kind::reorder: break;
+  }
+  return queue(std::in_place_type<reorder_channel>, cap_max, ticket_depth);
+}
+
+channel::channel(kind k, std::size_t cap_, int ticket_depth, std::size_t cap_max_)
+    : cap(cap_ ? cap_ : 1),
+      cap_max(std::max(cap_max_, cap_ ? cap_ : 1)),
+      q_(make_queue(k, cap_max, ticket_depth)) {}
+
+void channel::grow(std::size_t want) noexcept {
+  if (want > capacity()) cap.store(std::min(want, cap_max), std::memory_order_relaxed);
+}
+
+void channel::connect(stage_rt* from, stage_rt* to) {
+  producer = from;
+  consumer = to;
+  consumer_concurrent_ = to->max_active > 1;
+}
+
+void channel::pushed(bool head) {
+  // An idle serial consumer is waiting for input only if the channel was
+  // empty (reorder: for the unit whose turn it is); otherwise it is waiting
+  // for room downstream. A concurrent one may take more units at once.
+  // (Stale views are covered by the full wake every activation does when it
+  // ends.)
+  if (consumer->max_active > 1 || head) consumer->hint();
+}
+
+void channel::freed() {
+  if (producer) {
+    producer->hint();
+    return;
+  }
+  seq_cst_fence();  // pairs with the waiter's registration
+  if (waiters.load(std::memory_order_seq_cst) > 0) {
+    space_epoch.fetch_add(1, std::memory_order_seq_cst);
+    space_epoch.notify_all();
+  }
+}
+
+channel_spec channel_for(const compiled_graph& g, std::size_t i) {
+  const auto& specs = g.stages;
+  const std::size_t n = specs.size();
+  unsigned pc = i == 0 ? 1 : specs[i - 1].concurrency;
+  unsigned cc = i < n ? specs[i].concurrency : 1;
+  std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
+                    : g.opts.capacity           ? g.opts.capacity
+                                                : std::max<std::size_t>(2, 2 * std::max(pc, cc));
+  const bool given = (i < n && specs[i].capacity) || g.opts.capacity;
+  cap = cap ? cap : 1;  // as channel's constructor
+  channel_spec c{channel::kind::mpmc, cap, -1, given ? cap : std::max(cap, small_unit_capacity)};
+  if (i > 0 && specs[i - 1].exit_region >= 0) {
+    c.k = channel::kind::reorder;
+    c.depth = specs[i - 1].exit_region;
+  } else if (pc == 1 && cc == 1) {
+    c.k = channel::kind::spsc;
+  }
+  return c;
+}
+
+const char* kind_name(channel::kind k) noexcept {
+  switch (k) {
+    case channel::kind::spsc: return "spsc";
+    case channel::kind::mpmc: return "mpmc";
+    case channel::kind::reorder: return "reorder";
+  }
+  return "?";
+}
+
+}  // namespace sinew::detail

@@ -1,0 +1,48 @@
+#include "latency_histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "counters.hpp"
+
+namespace sinew::detail {
+
+unsigned latency_histogram::bucket(std::uint64_t v) noexcept {
+  if (v < (2u << sub_bits)) return unsigned(v);  // exact below 16
+  unsigned e = unsigned(std::bit_width(v)) - 1 - sub_bits;  // v >> e is in [8, 16)
+  return ((e + 1) << sub_bits) | unsigned((v >> e) & ((1u << sub_bits) - 1));
+}
+
+std::uint64_t latency_histogram::upper(unsigned b) noexcept {
+  if (b < (2u << sub_bits)) return b;
+  unsigned e = (b >> sub_bits) - 1;
+  std::uint64_t m = (1u << sub_bits) | (b & ((1u << sub_bits) - 1));
+  return ((m + 1) << e) - 1;
+}
+
+void latency_histogram::add(std::uint64_t v) noexcept {
+  count[bucket(v)].fetch_add(1, std::memory_order_relaxed);
+  raise_max(max, v);
+}
+
+latency_stats latency_histogram::read() const {
+  std::uint64_t c[buckets], n = 0;
+  for (unsigned b = 0; b < buckets; ++b) n += c[b] = count[b].load(std::memory_order_relaxed);
+  latency_stats r;
+  r.samples = n;
+  r.max_ns = max.load(std::memory_order_relaxed);
+  if (n == 0) return r;
+  auto pct = [&](double p) {
+    std::uint64_t want = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(p * double(n)))), seen = 0;
+    for (unsigned b = 0; b < buckets; ++b)
+      if ((seen += c[b]) >= want) return std::min(upper(b), r.max_ns);
+    return r.max_ns;
+  };
+  r.p50_ns = pct(0.50);
+  r.p90_ns = pct(0.90);
+  r.p99_ns = pct(0.99);
+  return r;
+}
+
+}  // namespace sinew::detail

@@ -1,0 +1,48 @@
+#include <sinew/engine/type_list.hpp>
+
+#include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/error.hpp>
+#include <sinew/engine/node.hpp>
+
+namespace sinew::detail {
+
+std::string type_list::str() const {
+  if (any) return "[any]";
+  std::string s = "[";
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i) s += ", ";
+    s += types[i] ? demangle(types[i]->name) : "?";
+  }
+  return s + "]";
+}
+
+bool type_list::matches(const type_list& o) const {
+  if (any || o.any) return true;
+  if (types.size() != o.types.size()) return false;
+  for (std::size_t i = 0; i < types.size(); ++i)
+    if (types[i]->size != o.types[i]->size) return false;
+  return true;
+}
+
+void check_layer(const layer& l, const type_list& t, const char* which) {
+  if (t.any) return;
+  if (l.size() < t.types.size())
+    throw error(std::string("expects ") + std::to_string(t.types.size()) + " " + which + " buffer(s) " +
+                t.str() + " but the unit has " + std::to_string(l.size()));
+  for (std::size_t i = 0; i < t.types.size(); ++i) {
+    const buffer& b = *l[unsigned(i)];
+    if (b.type().size != t.types[i]->size)
+      throw error(std::string(which) + " buffer " + std::to_string(i) + " holds " +
+                  std::to_string(b.type().size) + "-byte elements, the leaf reads " +
+                  demangle(t.types[i]->name) + " (" + std::to_string(t.types[i]->size) + " bytes)");
+    if (b.count() < l.count())
+      throw error(std::string(which) + " buffer " + std::to_string(i) + " has " + std::to_string(b.count()) +
+                  " elements, the unit has " + std::to_string(l.count()));
+  }
+}
+
+void add_pool_buffers(layer& l, const type_list& t) {
+  for (const elem_type* e : t.types) l.add(buffer_pool::global().acquire(l.count(), *e));
+}
+
+}  // namespace sinew::detail

@@ -1,0 +1,57 @@
+#pragma once
+// Internal: the working units of one run, recycled.
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <sinew/detail/ring.hpp>
+#include <sinew/engine/work_unit.hpp>
+
+#include "counters.hpp"
+
+namespace sinew::detail {
+
+/// Units a run hands out and takes back: a lock-free ring of free units
+/// sized for every unit the run can have alive (docs/runtime.md: at most the
+/// sum of the capacities + 2), with a locked list behind it for the rare
+/// push that finds the ring full.
+///
+/// \code
+/// unit_pool p(bound);
+/// work_unit* u = p.acquire();   // recycled, or new
+/// p.release(u);                 // cleared and kept
+/// \endcode
+class unit_pool {
+ public:
+  explicit unit_pool(std::size_t bound) : free_(bound) {}
+  work_unit* acquire() {
+    work_unit* u = nullptr;
+    if (!free_.try_pop(u)) u = acquire_slow();
+    raise_max(alive_max_, alive_.fetch_add(1, std::memory_order_relaxed) + 1);
+    return u;
+  }
+  void release(work_unit* u) {
+    u->clear();
+    alive_.fetch_sub(1, std::memory_order_relaxed);
+    if (!free_.try_push(u)) release_slow(u);
+  }
+  /// Clears every unit the pool made (their buffers go back to their pools).
+  void clear_all() noexcept;
+  std::size_t alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
+  std::size_t alive_max() const noexcept { return alive_max_.load(std::memory_order_relaxed); }
+
+ private:
+  work_unit* acquire_slow();
+  void release_slow(work_unit* u);
+
+  mpmc_ring<work_unit*> free_;  // recycled units, lock-free
+  std::mutex m_;                // guards the two below (slow path)
+  std::vector<work_unit*> spare_;
+  std::vector<std::unique_ptr<work_unit>> all_;
+  alignas(cache_line) std::atomic<std::size_t> alive_{0};
+  std::atomic<std::size_t> alive_max_{0};
+};
+
+}  // namespace sinew::detail

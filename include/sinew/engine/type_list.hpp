@@ -1,0 +1,35 @@
+#pragma once
+/// \file type_list.hpp
+/// The element types of a layer's buffers, as a node declares them: what
+/// `graph` checks between stages, and what the buffers a graph makes hold.
+///
+/// \code
+/// sinew::detail::type_list t{false, {&sinew::elem_type_of<float>()}};
+/// sinew::layer l(sinew::shape::d1(n));
+/// sinew::detail::add_pool_buffers(l, t);    // one pooled float buffer of n elements
+/// sinew::detail::check_layer(l, t, "input");
+/// \endcode
+#include <string>
+#include <vector>
+
+#include <sinew/engine/elem_type.hpp>
+#include <sinew/engine/work_unit.hpp>
+
+namespace sinew::detail {
+
+/// Element types of the buffers of a layer; `any` = not checked.
+struct type_list {
+  bool any = false;
+  std::vector<const elem_type*> types;
+  std::string str() const;
+  bool matches(const type_list& o) const;
+};
+
+/// Throws if `l` lacks the buffers `t` describes (count and element size).
+void check_layer(const layer& l, const type_list& t, const char* which);
+
+/// Adds to `l` one buffer from the global pool per type of `t`, of
+/// `l.count()` elements.
+void add_pool_buffers(layer& l, const type_list& t);
+
+}  // namespace sinew::detail
