@@ -10,7 +10,7 @@
 //   sinew-tests "[random]" -c "<section>" and SINEW_RANDOM_SEED=<seed>.
 //
 // `make test` runs 150 trees; the full run is hidden:
-//   build/tests/sinew-tests "[.stress][random]"     (10,000 trees)
+//   make stress   (build/tests/sinew-tests "[.stress]": 10,000 trees; log in bench/results/<N>core/stress.log)
 #include <catch2/catch.hpp>
 
 #include <sinew/engine/graph.hpp>

@@ -1,4 +1,4 @@
-// Seed workloads (include/sinew/workloads/): each leaf run through a graph
+// The workloads of [Marques14, §5.1.1] (include/sinew/workloads/): each leaf run through a graph
 // against its plain sequential reference.
 #include <catch2/catch.hpp>
 
