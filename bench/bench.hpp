@@ -100,6 +100,9 @@ struct ratio_line {
   double target = 0;
   direction better = lower;
   std::string info;  ///< how the value was computed
+  /// Why the line is informational (it cannot miss by construction, or its
+  /// sides are not like for like); empty for a target, which reports count.
+  std::string informational;
   bool met() const { return better == lower ? value <= target : value >= target; }
 };
 
@@ -159,12 +162,25 @@ class context {
   /// --variant excluded some variants).
   void ratio(const std::string& name, double value, double target, direction better,
              const std::string& info = "");
+  /// A comparison reported for information only (`kind=informational` on its
+  /// RATIO line, `"met": null` in the JSON), never counted as a target met:
+  /// one that cannot miss by construction (both sides timed the same
+  /// configuration, 0/0) or whose sides are not like for like. `why` says which.
+  ///
+  /// \code
+  /// if (same_split) ctx.informational_ratio("x_vs_optimum", r, 0.95, sb::higher, "both chose host 100%", info);
+  /// else ctx.ratio("x_vs_optimum", r, 0.95, sb::higher, info);
+  /// \endcode
+  void informational_ratio(const std::string& name, double value, double target, direction better,
+                           const std::string& why, const std::string& info = "");
   /// Free-form line printed under the table (and stored in the JSON).
   void note(const std::string& text);
   /// A wrong result or failed precondition; the run exits non-zero.
   void error(const std::string& text);
 
  private:
+  void add_ratio(ratio_line x);
+
   const config& cfg_;
   result& r_;
   bool skipped_ = false;

@@ -44,7 +44,8 @@ void usage(FILE* f) {
                "  --variant S   run only the variants whose name contains S (e.g. to profile\n"
                "                Sinew alone: --variant sinew); no RATIO lines then\n"
                "Each benchmark prints a table, then one line per comparison:\n"
-               "  RATIO name=<bench> value=<v> target=<t> better=<lower|higher>\n");
+               "  RATIO name=<bench> value=<v> target=<t> better=<lower|higher> kind=<target|informational>\n"
+               "(informational: cannot miss by construction or not like for like; never a target met)\n");
 }
 
 std::string fmt_target(double t) {
@@ -97,13 +98,16 @@ void print_result(const sb::result& r) {
   for (const auto& n : r.notes) std::printf("   note: %s\n", n.c_str());
   for (const auto& e : r.errors) std::printf("   ERROR: %s\n", e.c_str());
   for (const auto& x : r.ratios) {
-    if (!x.info.empty())
-      std::printf("   %s = %s -> %s (target %s %s)\n", x.name.c_str(), x.info.c_str(), sb::format_double(x.value, 3).c_str(),
-                  x.better == sb::lower ? "<=" : ">=", fmt_target(x.target).c_str());
+    if (!x.info.empty() || !x.informational.empty())
+      std::printf("   %s = %s -> %s (%s %s %s%s%s)\n", x.name.c_str(), x.info.c_str(), sb::format_double(x.value, 3).c_str(),
+                  x.informational.empty() ? "target" : "informational, not counted; target would be",
+                  x.better == sb::lower ? "<=" : ">=", fmt_target(x.target).c_str(),
+                  x.informational.empty() ? "" : ": ", x.informational.c_str());
   }
   for (const auto& x : r.ratios)
-    std::printf("RATIO name=%s value=%s target=%s better=%s\n", x.name.c_str(), sb::format_double(x.value, 3).c_str(),
-                fmt_target(x.target).c_str(), sb::to_string(x.better));
+    std::printf("RATIO name=%s value=%s target=%s better=%s kind=%s\n", x.name.c_str(),
+                sb::format_double(x.value, 3).c_str(), fmt_target(x.target).c_str(), sb::to_string(x.better),
+                x.informational.empty() ? "target" : "informational");
   std::fflush(stdout);
 }
 

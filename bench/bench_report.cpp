@@ -337,7 +337,9 @@ bool write_json(const std::string& path, const machine_info& m, const config& c,
       const ratio_line& x = r.ratios[k];
       o << (k ? "," : "") << "\n        {\"name\": " << q(x.name) << ", \"value\": " << num(x.value)
         << ", \"target\": " << num(x.target) << ", \"better\": " << q(to_string(x.better))
-        << ", \"met\": " << (x.met() ? "true" : "false") << ", \"info\": " << q(x.info) << "}";
+        << ", \"met\": " << (!x.informational.empty() ? "null" : x.met() ? "true" : "false")
+        << ", \"informational\": " << (x.informational.empty() ? "false" : "true")
+        << ", \"informational_reason\": " << q(x.informational) << ", \"info\": " << q(x.info) << "}";
     }
     o << "\n      ],\n      \"notes\": [";
     for (std::size_t k = 0; k < r.notes.size(); ++k) o << (k ? ", " : "") << q(r.notes[k]);

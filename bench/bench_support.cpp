@@ -64,11 +64,20 @@ void context::error(const std::string& text) { r_.errors.push_back(text); }
 
 void context::ratio(const std::string& name, double value, double target, direction better,
                     const std::string& info) {
+  add_ratio({name, value, target, better, info, {}});
+}
+
+void context::informational_ratio(const std::string& name, double value, double target, direction better,
+                                  const std::string& why, const std::string& info) {
+  add_ratio({name, value, target, better, info, why.empty() ? "informational" : why});
+}
+
+void context::add_ratio(ratio_line x) {
   if (skipped_) {
-    note("ratio " + name + " not computed: --variant " + cfg_.variant_filter + " skipped some variants");
+    note("ratio " + x.name + " not computed: --variant " + cfg_.variant_filter + " skipped some variants");
     return;
   }
-  r_.ratios.push_back({name, value, target, better, info});
+  r_.ratios.push_back(std::move(x));
 }
 
 const series& context::measure(const variant& v) {

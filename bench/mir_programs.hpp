@@ -72,17 +72,21 @@ inline void add_all(D_t& D, const region& r) { add_floats(D, r, 0, r.v.size()); 
 /// Over the hints made since the last reset: their bytes, and the bytes
 /// that would be remote if every task ran on the node holding the most of
 /// its data -- the least remote fraction any placement of the tasks can
-/// reach for this data layout (what `numa_sim` compares dealing with).
-inline std::atomic<std::uint64_t> hinted_total{0}, hinted_floor{0};
+/// reach for this data layout (what `numa_sim` compares dealing with) --
+/// or on the node holding the least: the most. Where the two meet, every
+/// placement of the tasks gives the same fraction.
+inline std::atomic<std::uint64_t> hinted_total{0}, hinted_floor{0}, hinted_ceiling{0};
 
 inline sinew::locality_hint hint_of(const D_t& D) {
-  std::uint64_t sum = 0, most = 0;
+  std::uint64_t sum = 0, most = 0, least = D.empty() ? 0 : D[0];
   for (auto d : D) {
     sum += d;
     most = std::max(most, d);
+    least = std::min(least, d);
   }
   hinted_total.fetch_add(sum, std::memory_order_relaxed);
   hinted_floor.fetch_add(sum - most, std::memory_order_relaxed);
+  hinted_ceiling.fetch_add(sum - least, std::memory_order_relaxed);
   sinew::locality_hint h;
   h.bytes_on_node = D;
   return h;
@@ -595,6 +599,7 @@ struct row {
   double median_s = 0;          ///< 0 when not measured (--variant)
   double remote_fraction = 0;   ///< remote / hinted bytes of one untimed run
   double floor_fraction = 0;    ///< the least remote fraction for its layout (hinted_floor)
+  double ceiling_fraction = 0;  ///< the most remote fraction for its layout (hinted_ceiling)
   std::vector<double> seconds;  ///< timed runs, paired with the other policies' of its layout
 };
 
@@ -639,7 +644,7 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
       const auto ser = ctx.measure_interleaved(vs, 0.25);
       for (std::size_t k = 0; k < scheds.size(); ++k) {
         sinew::scheduler& s = *scheds[k];
-        row r{P->name(), policies[k], std::string(sinew::to_string(pl)), a.effective(), 0, 0, 0, {}};
+        row r{P->name(), policies[k], std::string(sinew::to_string(pl)), a.effective(), 0, 0, 0, 0, {}};
         r.median_s = ser[k]->stats.n ? ser[k]->time.median : 0.0;
         r.seconds = ser[k]->seconds;
         if (ser[k]->stats.n) {  // one more, untimed run for the byte counts
@@ -647,8 +652,12 @@ inline std::vector<row> run_suite(sinew_bench::context& ctx, const sinew::topolo
           s.reset_stats();
           hinted_total.store(0);
           hinted_floor.store(0);
+          hinted_ceiling.store(0);
           P->run(s);
-          if (const std::uint64_t t = hinted_total.load()) r.floor_fraction = double(hinted_floor.load()) / double(t);
+          if (const std::uint64_t t = hinted_total.load()) {
+            r.floor_fraction = double(hinted_floor.load()) / double(t);
+            r.ceiling_fraction = double(hinted_ceiling.load()) / double(t);
+          }
           // Counters are updated before a task's function runs, so after
           // the program's last wait they are complete.
           r.remote_fraction = s.stats().remote_fraction();

@@ -5,7 +5,9 @@
 // (static equal shares, single-step, iterative, exhaustive 5%), and the
 // exhaustive 1% search as the optimum; RATIO lines for iterative vs that
 // optimum (target ≥ 0.95) and, for series, all devices vs the best single
-// device (target ≥ 1.0). Tuning executions process real units; how many
+// device (target ≥ 1.0); a line whose sides are one timed configuration
+// (both chose the same split) is informational, the split printed beside it.
+// Tuning executions process real units; how many
 // each balancer needed (each distribution tried is timed on two units, as
 // in [Vinas17]; and how long they took) is printed as a note, and
 // so is each device's median share time once tuned (the steady state) and
@@ -24,7 +26,6 @@
 // anyway, against the host). The output says which.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <deque>
@@ -136,7 +137,19 @@ const std::string paired_info = "t(exhaustive 1%) / t(iterative), median of pair
 struct result_times {
   double optimum_vs_iterative = 0;  ///< median over rounds of t(optimum) / t(iterative)
   double single_vs_iterative = 0;   ///< the same for the best single device
+  /// Both sides of the ratio are one timed configuration (the same split):
+  /// 1.0 by construction, so informational.
+  bool optimum_same = false, single_same = false;
+  std::string iterative_split, optimum_split, best_single;  ///< "host 96.0%, nvidia:0 (gpu) 4.0%"; a device name
 };
+
+/// "host 96.0%, nvidia:0 (gpu) 4.0%": a balancer's chosen split.
+std::string split_of(const sinew::multi_device_stats& st) {
+  std::string w;
+  for (std::size_t i = 0; i < st.weights.size(); ++i)
+    w += (i ? ", " : "") + st.devices[i] + " " + sb::format_double(st.weights[i], 1) + "%";
+  return w;
+}
 
 /// Median over paired rounds of a[i] / b[i] (0 when there are none).
 double paired_median(const std::vector<double>& a, const std::vector<double>& b) {
@@ -208,14 +221,8 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
     }
     double tuning_s = sb::now_seconds() - t0;
     auto st = sinew::device_stats(*c.m);
-    std::string w;
-    for (std::size_t i = 0; i < st.weights.size(); ++i) {
-      char b[64];
-      std::snprintf(b, sizeof b, "%s%s %.1f%%", i ? ", " : "", st.devices[i].c_str(), st.weights[i]);
-      w += b;
-    }
     ctx.note(tag + c.name + ": tuned in " + std::to_string(st.tuning_executions) + " execution(s), " +
-             sb::format_double(tuning_s * 1e3, 1) + " ms; weights " + w);
+             sb::format_double(tuning_s * 1e3, 1) + " ms; weights " + split_of(st));
     if (!st.fits.empty()) {
       // The iterative search's fitted share times (fixed cost + per percent
       // of the unit), to tell a device dropped for its fixed cost.
@@ -309,25 +316,60 @@ result_times drive(sb::context& ctx, const std::string& tag, const dev_list& dev
   const auto ser = ctx.measure_interleaved(vs);
   result_times r;
   double best_single = 1e300;
-  const sb::series* best = nullptr;
-  const sb::series* iterative = nullptr;
-  const sb::series* optimum = nullptr;
+  std::size_t best = cs.size(), iterative = cs.size(), optimum = cs.size();  // indices into cs
   for (std::size_t k = 0; k < cs.size(); ++k) {
     const sb::series& s = *ser[timed_of[k]];
     if (!s.stats.n) continue;
     if (k < singles) {
-      if (s.time.median < best_single) best_single = s.time.median, best = &s;
+      if (s.time.median < best_single) best_single = s.time.median, best = k;
       continue;
     }
     const std::size_t t = timed_of[k];
     ctx.note(tag + cs[k].name + ": " + (timed_name[t] != cs[k].name ? "timed as '" + timed_name[t] + "'; " : std::string()) +
              steady_state(sinew::device_stats(*timed_map[t]), std::size_t(ctx.reps())));
-    if (cs[k].p.kind == sinew::balance_kind::iterative) iterative = &s;
-    if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) optimum = &s;
+    if (cs[k].p.kind == sinew::balance_kind::iterative) iterative = k;
+    if (cs[k].p.kind == sinew::balance_kind::exhaustive && cs[k].p.step < 0.03) optimum = k;
   }
-  if (iterative && optimum) r.optimum_vs_iterative = paired_median(optimum->seconds, iterative->seconds);
-  if (iterative && best) r.single_vs_iterative = paired_median(best->seconds, iterative->seconds);
+  auto times = [&](std::size_t k) -> const std::vector<double>& { return ser[timed_of[k]]->seconds; };
+  if (iterative < cs.size()) r.iterative_split = split_of(sinew::device_stats(*cs[iterative].m));
+  if (iterative < cs.size() && optimum < cs.size()) {
+    r.optimum_vs_iterative = paired_median(times(optimum), times(iterative));
+    r.optimum_same = timed_of[optimum] == timed_of[iterative];
+    r.optimum_split = split_of(sinew::device_stats(*cs[optimum].m));
+  }
+  if (iterative < cs.size() && best < cs.size()) {
+    r.single_vs_iterative = paired_median(times(best), times(iterative));
+    r.single_same = timed_of[best] == timed_of[iterative];
+    r.best_single = devs[best]->name();
+  }
   return r;
+}
+
+/// The RATIO lines of one workload: iterative vs the optimum and, with
+/// `vs_single`, all devices vs the best single one. A line whose two sides
+/// are one timed configuration (both chose the same split) is 1.0 by
+/// construction: informational, with the chosen split beside it.
+void report(sb::context& ctx, const result_times& r, const std::string& key, const std::string& what, bool vs_single) {
+  if (r.optimum_vs_iterative > 0) {
+    const std::string info = what + paired_info + "; iterative chose " + r.iterative_split + ", the optimum " +
+                             r.optimum_split;
+    if (r.optimum_same)
+      ctx.informational_ratio("multidevice_" + key + "_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher,
+                              "both chose the same split (" + r.iterative_split + "): one timed configuration", info);
+    else
+      ctx.ratio("multidevice_" + key + "_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, info);
+  }
+  if (vs_single && r.single_vs_iterative > 0) {
+    const std::string info = "t(best single device) / t(all devices, iterative), median of paired rounds; best single " +
+                             r.best_single + ", iterative chose " + r.iterative_split;
+    if (r.single_same)
+      ctx.informational_ratio("multidevice_" + key + "_all_vs_best_single", r.single_vs_iterative, 1.0, sb::higher,
+                              "iterative gave the whole unit to the best single device (" + r.best_single +
+                                  "): one timed configuration",
+                              info);
+    else
+      ctx.ratio("multidevice_" + key + "_all_vs_best_single", r.single_vs_iterative, 1.0, sb::higher, info);
+  }
 }
 
 // ------------------------------------------------------------------ series
@@ -351,12 +393,7 @@ void run_series(sb::context& ctx) {
         return "series coefficient " + std::to_string(i) + " differs from the sequential reference";
     return {};
   };
-  auto r = drive(ctx, "", devs, run_once, check, [&] { out.clear(); });
-  if (r.optimum_vs_iterative > 0)
-    ctx.ratio("multidevice_series_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, paired_info);
-  if (r.single_vs_iterative > 0)
-    ctx.ratio("multidevice_series_all_vs_best_single", r.single_vs_iterative, 1.0, sb::higher,
-              "t(best single device) / t(all devices, iterative), median of paired rounds");
+  report(ctx, drive(ctx, "", devs, run_once, check, [&] { out.clear(); }), "series", "", true);
 }
 
 // ------------------------------------------------------------------- saxpy
@@ -381,9 +418,7 @@ void run_saxpy(sb::context& ctx) {
     }
     return {};
   };
-  auto r = drive(ctx, "", devs, run_once, check, [&] { std::fill(z.begin(), z.end(), -7.0f); });
-  if (r.optimum_vs_iterative > 0)
-    ctx.ratio("multidevice_saxpy_iterative_vs_optimum", r.optimum_vs_iterative, 0.95, sb::higher, paired_info);
+  report(ctx, drive(ctx, "", devs, run_once, check, [&] { std::fill(z.begin(), z.end(), -7.0f); }), "saxpy", "", false);
 }
 
 // -------------------------------------------------------------- unbalanced
@@ -416,10 +451,8 @@ void run_unbalanced(sb::context& ctx) {
       return {};
     };
     const std::string tag = "nz " + std::to_string(pct) + "%: ";
-    auto r = drive(ctx, tag, devs, run_once, check, [&] { std::fill(out.data(), out.data() + out.shape().count(), -1.0f); });
-    if (r.optimum_vs_iterative > 0)
-      ctx.ratio("multidevice_unbalanced_" + std::to_string(pct) + "_iterative_vs_optimum", r.optimum_vs_iterative,
-                0.95, sb::higher, "non-zero fraction " + std::to_string(pct) + "%: " + paired_info);
+    report(ctx, drive(ctx, tag, devs, run_once, check, [&] { std::fill(out.data(), out.data() + out.shape().count(), -1.0f); }),
+           "unbalanced_" + std::to_string(pct), "non-zero fraction " + std::to_string(pct) + "%: ", false);
   }
 }
 

@@ -60,7 +60,7 @@ class Machine:
                 sys.exit("perf_tables.py: %s is not a sinew-bench result" % f)
             m = doc.get("machine", {})
             for b in doc.get("benchmarks", []):
-                b["_file"], b["_date"], b["_build"] = f, m.get("date", ""), build_of(f, m)
+                b["_file"], b["_date"], b["_build"], b["_machine"] = f, m.get("date", ""), build_of(f, m), m
                 old = self.benches.get(b["name"])
                 if not old or b["_date"] >= old["_date"]:
                     self.benches[b["name"]] = b
@@ -153,6 +153,100 @@ def load_note(machines, benches):
             parts.append("%s, %s: other processes used %s cores on average while these ran" %
                          (mc.label, ", ".join(srcs), ", ".join("%s %.2f" % (b, l) for b, l in ls)))
     return ("\n\n" + "; ".join(parts) + ".") if parts else ""
+
+
+# ------------------------------------------------------------------ informational lines
+
+def starpu_cpu_workers(bench):
+    """StarPU's CPU workers from the benchmark's `starpu_workers` param ("4 cpu + 1 opencl"), or None."""
+    g = re.match(r"\s*(\d+) cpu", (bench.get("params") or {}).get("starpu_workers", ""))
+    return int(g.group(1)) if g else None
+
+
+def multidevice_timed(bench, tag, config):
+    """(variant timed for configuration `config` of workload `tag`, its weights) from a benchmark's notes."""
+    timed, weights = config, ""
+    for n in bench.get("notes", []):
+        if not n.startswith(tag + config + ":"):
+            continue
+        g = re.search(r"timed as '([^']*)'", n)
+        if g:
+            timed = g.group(1)
+        g = re.search(r"weights (.*)$", n)
+        if g:
+            weights = g.group(1)
+    return timed, weights
+
+
+def legacy_informational(r, bench):
+    """Why a RATIO line of a file written before sinew-bench marked informational
+    lines is informational by the rules the benchmarks apply now, or None."""
+    name, info = r["name"], r.get("info", "")
+    if name == "stream_triad_tbb_over_omp":
+        return "both sides are peers, not Sinew"
+    if name == "pipeline_overhead_vs_flow_graph":
+        return "the flow graph is a second reference; the target is pipeline_overhead"
+    if name in ("starpu_series", "starpu_saxpy"):
+        threads = bench["_machine"].get("sinew_scheduler_threads")
+        cpus = starpu_cpu_workers(bench)
+        if threads and cpus is not None and threads > cpus:
+            return "lopsided: Sinew on %d host workers, StarPU on %d CPU workers (the code of this run had " \
+                   "no equal-workers variant)" % (threads, cpus)
+        return None
+    g = re.match(r"multidevice_(series|saxpy|unbalanced_(\d+))_(iterative_vs_optimum|all_vs_best_single)$", name)
+    if g:
+        tag = "nz %s%%: " % g.group(2) if g.group(2) else ""
+        it, it_w = multidevice_timed(bench, tag, "all, iterative")
+        if g.group(3) == "iterative_vs_optimum":
+            opt_name = next((x["name"][len(tag):] for x in bench.get("measurements", [])
+                             if x["name"].startswith(tag + "all, optimum")), None)
+            for n in bench.get("notes", []):  # an optimum timed as another variant has no row of its own
+                m = re.match(re.escape(tag) + r"(all, optimum \(exhaustive \d+%\)):", n)
+                opt_name = opt_name or (m and m.group(1))
+            if not opt_name:
+                return None
+            opt, opt_w = multidevice_timed(bench, tag, opt_name)
+            return "both chose the same split (%s): one timed configuration" % it_w if opt == it else None
+        alone = [x for x in bench.get("measurements", []) if x["name"].startswith(tag) and x["name"].endswith(" alone")
+                 and x.get("metric", {}).get("n")]
+        best = min(alone, key=lambda x: x["seconds"]["median"])["name"][len(tag):] if alone else None
+        if best and it == best:
+            return "iterative gave the whole unit to the best single device (%s): one timed configuration" % \
+                best[:-len(" alone")]
+        return None
+    if name.startswith("numa_sim_"):
+        # The layout is named in the _vs_steal line of the program only.
+        vs_steal = re.sub(r"_vs_least$", "_vs_steal", name)
+        if any("(auto = fine)" in x.get("info", "") for x in bench.get("ratios", []) if x["name"] == vs_steal):
+            return "every placement of the tasks gives the same remote fraction for this layout (auto = fine)"
+        if name.endswith("_vs_least") and info.rstrip().endswith("0.000 / 0.000"):
+            return "the layout allows no remote byte: 1.0 is 0/0 (deal_vs_steal is the target)"
+    return None
+
+
+def informational(r, bench):
+    """Why RATIO line `r` of `bench` is informational (never counted as a target met), or None for a target."""
+    if "informational" in r:
+        return (r.get("informational_reason") or "informational") if r["informational"] else None
+    return legacy_informational(r, bench)
+
+
+def ratio_cells(mc, benches):
+    """(number met, number of targets, met, missed, informational) cells for the RATIO lines of `benches`."""
+    met, missed, info = [], [], []
+    for b in filter(None, map(mc.bench, benches)):
+        for r in b.get("ratios", []):
+            if r.get("value") is None:
+                continue
+            why = informational(r, b)
+            if why:
+                info.append("`%s` %s (%s)" % (r["name"], fmt(r["value"], 3), why))
+            elif r.get("met"):
+                met.append("`%s` %s" % (r["name"], fmt(r["value"], 3)))
+            else:
+                missed.append("`%s` %s (%s %g)" % (r["name"], fmt(r["value"], 3), "≤" if r["better"] == "lower" else "≥",
+                                                   r["target"]))
+    return len(met), len(met) + len(missed), "; ".join(met) or "—", "; ".join(missed) or "—", "; ".join(info) or "—"
 
 
 # ------------------------------------------------------------------ tables
@@ -294,17 +388,32 @@ def t_starpu(ms):
             b = mc.bench("starpu_" + case)
             if not b:
                 if case == "series":
-                    rows.append(pending_row(mc, 6, "starpu_" + case))
+                    rows.append(pending_row(mc, 10, "starpu_" + case))
                 continue
-            s = mc.m(b["name"], "sinew balanced map")
-            p = mc.m(b["name"], "starpu dmda") or mc.m(b["name"], "starpu dmda (cpu workers)")
-            c = mc.m(b["name"], "starpu dmda, cpu only")
-            size = mc.param(b["name"], "coefficients") or mc.param(b["name"], "elements")
-            workers = mc.param(b["name"], "starpu_workers")
-            rows.append(["%s, %s %s" % (mc.label, case, size), cell(s), cell(p), cell(c), ratio(s, p),
-                         workers or "—"])
-    return table(["machine, case", "Sinew balanced map ms/unit", "StarPU dmda ms/unit",
-                  "StarPU dmda, CPU only ms/unit", "Sinew / StarPU", "StarPU workers"], rows) + \
+            n = b["name"]
+            same = mc.m(n, "sinew balanced map, StarPU's host workers")
+            every = mc.m(n, "sinew balanced map, all host workers")
+            per_unit = mc.m(n, "starpu dmda, registered per unit")
+            once = mc.m(n, "starpu dmda, registered once")
+            threads = b["_machine"].get("sinew_scheduler_threads")
+            cpus = starpu_cpu_workers(b)
+            host = mc.param(n, "sinew_host_workers")
+            old = mc.m(n, "sinew balanced map")  # files of the code before the equal-workers variant
+            if old:
+                per_unit = mc.m(n, "starpu dmda") or mc.m(n, "starpu dmda (cpu workers)")
+                if threads is not None and cpus is not None and threads <= cpus:
+                    same, host = old, threads
+                else:
+                    every = old
+            size = mc.param(n, "coefficients") or mc.param(n, "elements")
+            rows.append(["%s, %s %s" % (mc.label, case, size), cell(same), cell(per_unit), cell(once),
+                         ratio(same, per_unit), ratio(same, once), cell(every), ratio(every, per_unit),
+                         cell(mc.m(n, "starpu dmda, cpu only")),
+                         "%s (all %s) / %s" % (host or "—", threads or "—", mc.param(n, "starpu_workers") or "—")])
+    return table(["machine, case", "Sinew, StarPU's host workers ms/unit", "StarPU registered per unit ms/unit",
+                  "StarPU registered once ms/unit", "Sinew / StarPU per unit", "Sinew / StarPU once",
+                  "Sinew, all host workers ms/unit (informational)", "all workers / StarPU per unit (informational)",
+                  "StarPU CPU only ms/unit (informational)", "host workers: Sinew (all) / StarPU"], rows) + \
         load_note(ms, ["starpu_series", "starpu_saxpy"])
 
 
@@ -333,21 +442,31 @@ SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image
 def t_ratios(ms):
     rows = []
     for mc in ms:
-        lines = [r for b in filter(None, map(mc.bench, SUITE)) for r in b.get("ratios", []) if r.get("value") is not None]
-        if not lines:
-            rows.append(pending_row(mc, 3, "workloads"))
+        n_met, n, met, missed, info = ratio_cells(mc, SUITE)
+        if not n and info == "—":
+            rows.append(pending_row(mc, 4, "workloads"))
             continue
-        met = ["`%s` %s" % (r["name"], fmt(r["value"], 3)) for r in lines if r.get("met")]
-        missed = ["`%s` %s (%s %g)" % (r["name"], fmt(r["value"], 3), "≤" if r["better"] == "lower" else "≥", r["target"])
-                  for r in lines if not r.get("met")]
-        rows.append(["%s: %d of %d met" % (mc.label, len(met), len(lines)), "; ".join(met) or "—",
-                     "; ".join(missed) or "—"])
-    return table(["machine", "met", "missed (value, target)"], rows) + load_note(ms, SUITE)
+        rows.append(["%s: %d of %d targets met" % (mc.label, n_met, n), met, missed, info])
+    return table(["machine", "met", "missed (value, target)", "informational, not counted (why)"], rows) + \
+        load_note(ms, SUITE)
+
+
+def t_ratios_other(ms):
+    """The RATIO lines of every benchmark outside SUITE, one row per machine and benchmark."""
+    rows = []
+    names = sorted({b for mc in ms for b in mc.benches if b not in SUITE and mc.bench(b).get("ratios")})
+    for name in names:
+        for mc in ms:
+            if mc.bench(name) and mc.bench(name).get("ratios"):
+                n_met, n, met, missed, info = ratio_cells(mc, [name])
+                rows.append(["%s, `%s`: %d of %d" % (mc.label, name, n_met, n), met, missed, info])
+    return table(["machine, benchmark: targets met", "met", "missed (value, target)",
+                  "informational, not counted (why)"], rows) + load_note(ms, names)
 
 
 TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
           "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
-          "ratios": t_ratios}
+          "ratios": t_ratios, "ratios_other": t_ratios_other}
 
 
 def main():

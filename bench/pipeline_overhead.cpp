@@ -237,8 +237,9 @@ void run(sb::context& ctx) {
 
   ctx.ratio("pipeline_overhead", s_sinew.stats.median / s_pp.stats.median, 0.5, sb::lower,
             "sinew ns/unit / parallel_pipeline ns/unit (medians)");
-  ctx.ratio("pipeline_overhead_vs_flow_graph", s_sinew.stats.median / s_fg.stats.median, 1.0, sb::lower,
-            "sinew ns/unit / flow graph (limiter 64) ns/unit (medians)");
+  ctx.informational_ratio("pipeline_overhead_vs_flow_graph", s_sinew.stats.median / s_fg.stats.median, 1.0, sb::lower,
+                          "the flow graph is a second reference; the target is pipeline_overhead",
+                          "sinew ns/unit / flow graph (limiter 64) ns/unit (medians)");
 }
 
 const sb::registrar reg("pipeline_overhead",

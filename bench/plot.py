@@ -63,8 +63,10 @@ def plot_benchmark(plt, bench, machine, out_path):
             ax.axvline(triad, color="k", linestyle="--", linewidth=1)
             ax.text(triad, ys[0] + 0.5, " STREAM triad %.1f GB/s" % triad, fontsize=7, va="bottom")
     ratios = bench.get("ratios", [])
-    subtitle = "\n".join("%s=%.3f (target %s %g)" % (r["name"], r["value"], "<=" if r["better"] == "lower" else ">=",
-                                                       r["target"]) for r in ratios[:4] if r.get("value") is not None)
+    subtitle = "\n".join("%s=%.3f (%s %s %g)" % (r["name"], r["value"],
+                                               "informational; target" if r.get("informational") else "target",
+                                               "<=" if r["better"] == "lower" else ">=", r["target"])
+                         for r in ratios[:4] if r.get("value") is not None)
     if len(ratios) > 4:
         subtitle += "\n+%d more ratios (see the JSON)" % (len(ratios) - 4)
     title = "%s — %s, %s threads" % (bench["name"], machine.get("cpu_model", "?"), machine.get("sinew_scheduler_threads", "?"))
@@ -119,7 +121,9 @@ def plot_ratios(plt, docs, pattern, out_path):
             if n in vals:
                 ax.text(vals[n], y, " %.3f" % vals[n], va="center", fontsize=6)
     ax.set_yticks([len(names) - 1 - i for i in range(len(names))])
-    ax.set_yticklabels(names, fontsize=7)
+    info = {r["name"] for _, doc in docs for b in doc.get("benchmarks", []) for r in b.get("ratios", [])
+            if r.get("informational")}
+    ax.set_yticklabels([n + (" (informational)" if n in info else "") for n in names], fontsize=7)
     ax.axvline(1.0, color="grey", linewidth=0.5, linestyle=":")
     ax.set_xlabel("Sinew / peer (or / limit); black tick = target", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")

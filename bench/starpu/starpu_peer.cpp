@@ -10,16 +10,23 @@
 //   build/bench/sinew-bench-starpu --all --json bench/results/<N>core/e2e-starpu.json
 //
 // Variants of each workload (one unit per run, the output checked after every run):
-//   sinew balanced map     sinew::multi_device_map over the host executor (all workers) and
-//                          every OpenCL GPU running graphs/kernels/<k>.cl, iterative balancer
-//                          (tuned before timing); without a GPU the host executor alone
-//                          (SINEW_BENCH_OPENCL=cpu: PoCL's CPU device for both runtimes, which
-//                          only exercises the OpenCL codelets: it shares the host's cores)
-//   starpu dmda            the same work cut into `blocks` equal blocks, one StarPU task per
+//   starpu dmda, registered per unit   the work cut into `blocks` equal blocks, one StarPU task per
 //                          block, codelets with a CPU function and (when StarPU sees an OpenCL
 //                          GPU) an OpenCL function running the same kernel maths; data registered,
 //                          partitioned, unpartitioned and unregistered every run, as a user
 //                          handing StarPU a fresh array would
+//   starpu dmda, registered once       the same tasks on arrays registered and partitioned once,
+//                          outside the timed runs; a run ends when its outputs are back in main
+//                          memory, and before each run the host writes every block anew (device
+//                          copies dropped), so inputs travel every unit as Sinew's do
+//   sinew balanced map, StarPU's host workers   sinew::multi_device_map over the host executor
+//                          and every OpenCL GPU running graphs/kernels/<k>.cl, iterative
+//                          balancer (tuned before timing), the graph on a tbb_scheduler with as
+//                          many workers as StarPU started CPU workers; without a GPU the host
+//                          executor alone (SINEW_BENCH_OPENCL=cpu: PoCL's CPU device for both
+//                          runtimes, which only exercises the OpenCL codelets: it shares the
+//                          host's cores)
+//   sinew balanced map, all host workers  informational, where that is more: all workers
 //   starpu dmda, cpu only  informational when there is a GPU: StarPU restarted without OpenCL
 //
 // Debian builds StarPU with OpenCL (STARPU_USE_OPENCL) but without CUDA and
@@ -29,7 +36,11 @@
 // untimed calibration runs (param `starpu_calibration_runs`) fill them, so
 // dmda schedules on calibrated models during the timed runs.
 //
-// RATIO starpu_<case> = Sinew ms/unit / StarPU dmda ms/unit, target <= 1.0.
+// RATIO (ms/unit medians, Sinew on StarPU's number of host workers, target <= 1.0):
+//   starpu_<case>                    / StarPU registered per unit
+//   starpu_<case>_registered_once    / StarPU registered once
+//   starpu_<case>_all_workers        informational: Sinew on all workers / StarPU per unit
+//                                    (lopsided where StarPU stops at 4 CPU workers)
 #include <starpu.h>
 
 #include <algorithm>
@@ -39,6 +50,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <latch>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -48,6 +60,7 @@
 #include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/kernel.hpp>
 #include <sinew/opencl/platform.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
 #include <sinew/sinew.hpp>
 #include <sinew/workloads.hpp>
 
@@ -250,33 +263,87 @@ class starpu_session {
   bool programs_ = false;
 };
 
-/// One run of `n` elements of `elem` bytes per registered array, cut into
-/// `blocks` tasks of codelet `k`; `args(b, first)` inserts block b's task.
-template <class Insert>
-void starpu_run(const std::vector<std::pair<void*, std::size_t>>& arrays, std::size_t n, unsigned blocks,
-                Insert insert) {
-  std::vector<starpu_data_handle_t> h(arrays.size());
-  starpu_data_filter f{};
-  f.filter_func = starpu_vector_filter_block;
-  f.nchildren = blocks;
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    starpu_vector_data_register(&h[k], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(arrays[k].first), uint32_t(n),
-                                arrays[k].second);
-    starpu_data_partition(h[k], &f);
+/// One array StarPU works on: its elements, their size, and whether the
+/// tasks write it.
+struct starpu_array {
+  void* data;
+  std::size_t elem;
+  bool output;
+};
+
+/// Arrays of `n` elements registered with StarPU and partitioned into
+/// `blocks` equal sub-vectors for the lifetime of the object; the destructor
+/// unpartitions them into main memory (bringing the results home) and
+/// unregisters them.
+class starpu_arrays {
+ public:
+  starpu_arrays(const std::vector<starpu_array>& arrays, std::size_t n, unsigned blocks)
+      : arrays_(arrays), h_(arrays.size()), blocks_(blocks) {
+    starpu_data_filter f{};
+    f.filter_func = starpu_vector_filter_block;
+    f.nchildren = blocks;
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      starpu_vector_data_register(&h_[k], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(arrays[k].data), uint32_t(n),
+                                  arrays[k].elem);
+      starpu_data_partition(h_[k], &f);
+    }
   }
-  std::size_t first = 0;
-  for (unsigned b = 0; b < blocks; ++b) {
-    std::vector<starpu_data_handle_t> sub(h.size());
-    for (std::size_t k = 0; k < h.size(); ++k) sub[k] = starpu_data_get_sub_data(h[k], 1, b);
-    insert(sub, unsigned(first));
-    first += STARPU_VECTOR_GET_NX(starpu_data_get_interface_on_node(sub[0], STARPU_MAIN_RAM));
+  ~starpu_arrays() {
+    for (auto& x : h_) {
+      starpu_data_unpartition(x, STARPU_MAIN_RAM);
+      starpu_data_unregister(x);
+    }
   }
-  starpu_task_wait_for_all();
-  for (auto& x : h) {
-    starpu_data_unpartition(x, STARPU_MAIN_RAM);
-    starpu_data_unregister(x);
+  starpu_arrays(const starpu_arrays&) = delete;
+  starpu_arrays& operator=(const starpu_arrays&) = delete;
+
+  /// One task per block: `insert(sub, first)` with the block's sub-handles
+  /// (one per array) and the index of its first element.
+  template <class Insert>
+  void submit(const Insert& insert) const {
+    std::size_t first = 0;
+    for (unsigned b = 0; b < blocks_; ++b) {
+      std::vector<starpu_data_handle_t> sub(h_.size());
+      for (std::size_t k = 0; k < h_.size(); ++k) sub[k] = block(k, b);
+      insert(sub, unsigned(first));
+      first += STARPU_VECTOR_GET_NX(starpu_data_get_interface_on_node(sub[0], STARPU_MAIN_RAM));
+    }
   }
-}
+
+  /// Waits until every output block is valid in main memory (after the
+  /// tasks writing it: acquires keep the order of submission), fetching
+  /// the blocks concurrently.
+  void fetch_outputs() const {
+    std::vector<starpu_data_handle_t> out;
+    for (std::size_t k = 0; k < h_.size(); ++k)
+      for (unsigned b = 0; b < blocks_ && arrays_[k].output; ++b) out.push_back(block(k, b));
+    std::latch fetched(std::ptrdiff_t(out.size()));
+    for (auto h : out)
+      if (starpu_data_acquire_cb(h, STARPU_R, [](void* l) { static_cast<std::latch*>(l)->count_down(); }, &fetched) != 0)
+        throw sinew::error("starpu_data_acquire_cb failed");
+    fetched.wait();
+    for (auto h : out) starpu_data_release(h);
+  }
+
+  /// Runs `write` with every block acquired for the host in read-write
+  /// mode: the host's copy becomes the only valid one, as if it had just
+  /// written new data, so the next tasks transfer their inputs again.
+  template <class F>
+  void host_writes(const F& write) const {
+    for (std::size_t k = 0; k < h_.size(); ++k)
+      for (unsigned b = 0; b < blocks_; ++b) starpu_data_acquire(block(k, b), STARPU_RW);
+    write();
+    for (std::size_t k = 0; k < h_.size(); ++k)
+      for (unsigned b = 0; b < blocks_; ++b) starpu_data_release(block(k, b));
+  }
+
+ private:
+  starpu_data_handle_t block(std::size_t k, unsigned b) const { return starpu_data_get_sub_data(h_[k], 1, b); }
+
+  std::vector<starpu_array> arrays_;
+  std::vector<starpu_data_handle_t> h_;
+  unsigned blocks_;
+};
 
 void submit_or_throw(int r, const char* what) {
   if (r != 0) throw sinew::error(std::string("starpu_task_insert (") + what + ") failed: " + std::to_string(r));
@@ -295,34 +362,15 @@ void fresh_starpu_home() {
 
 // ------------------------------------------------------------------ the benchmark
 
-/// Measures one workload: Sinew, then StarPU (with OpenCL when there is a
-/// GPU, then CPU only). `sinew_run` and `starpu_insert_run` do one run each.
-template <class SinewRun, class StarpuRun>
-void compare(sb::context& ctx, const std::string& key, bool gpu, const std::function<void()>& poison,
-             const std::function<std::string()>& check, SinewRun sinew_run, StarpuRun starpu_run_once) {
-  auto ms = [](double s) { return s * 1e3; };
-  const auto& s = ctx.measure({.name = "sinew balanced map", .unit = "ms/unit", .better = sb::lower, .setup = poison,
-                               .run = sinew_run, .to_metric = ms, .check = check,
-                               .note = gpu ? "host + OpenCL device(s), iterative balancer" : "host executor"});
-  const int calibration = ctx.smoke() ? 1 : 5;
-  ctx.param("starpu_calibration_runs", calibration);
-  auto one = [&](bool opencl, const char* name) -> const sb::series& {
-    starpu_session session(sb::thread_count(), opencl);
-    ctx.param(std::string("starpu_workers") + (opencl || !gpu ? "" : "_cpu_only"), starpu_session::workers());
-    for (int k = 0; k < calibration; ++k) {
-      poison();
-      starpu_run_once();
-    }
-    return ctx.measure({.name = name, .unit = "ms/unit", .better = sb::lower, .setup = poison,
-                        .run = starpu_run_once, .to_metric = ms, .check = check,
-                        .note = "StarPU " + starpu_session::workers() + " workers"});
-  };
-  const auto& p = one(gpu, gpu ? "starpu dmda" : "starpu dmda (cpu workers)");
-  if (gpu) one(false, "starpu dmda, cpu only");
-  if (s.stats.n && p.stats.n && p.stats.median > 0)
-    ctx.ratio("starpu_" + key, s.stats.median / p.stats.median, 1.0, sb::lower,
-              "sinew balanced map ms / StarPU dmda ms (medians)");
-}
+/// Sinew's balanced map (see sinew_devices) and its graph, on a
+/// tbb_scheduler of its own or, with 0 workers, the default scheduler.
+struct sinew_map {
+  std::unique_ptr<sinew::tbb_scheduler> sched;
+  sinew::node m;
+  sinew::graph g;
+  sinew_map(std::unique_ptr<sinew::tbb_scheduler> s, sinew::node n)
+      : sched(std::move(s)), m(std::move(n)), g(m, {.scheduler = sched.get()}) {}
+};
 
 /// Sinew's devices: the host executor, plus every OpenCL device of kind `ocl` running `k`.
 template <class F>
@@ -336,18 +384,118 @@ std::vector<std::shared_ptr<sinew::device_executor>> sinew_devices(const std::st
   return d;
 }
 
-/// Runs `once` until the balancer of `m` is tuned (real units, untimed).
-void tune(sinew::node& m, const std::function<void()>& once, const std::function<void()>& poison, sb::context& ctx) {
-  int runs = 0;
-  for (; !sinew::device_stats(m).tuned && runs < 1000; ++runs) {
-    poison();
-    once();
+/// A factory of Sinew's balanced map on `workers` host workers (0: all).
+template <class F>
+std::function<std::unique_ptr<sinew_map>(unsigned)> sinew_maker(const std::string& ocl, F f, sinew::map_options mo,
+                                                                 scl::kernel_spec k) {
+  return [=](unsigned workers) {
+    return std::make_unique<sinew_map>(workers ? std::make_unique<sinew::tbb_scheduler>(workers) : nullptr,
+                                       sinew::multi_device_map(sinew_devices(ocl, f, mo, k), sinew::balance::iterative()));
+  };
+}
+
+/// One workload as both runtimes run it.
+struct workload {
+  std::string key;  ///< RATIO starpu_<key>...
+  std::function<std::unique_ptr<sinew_map>(unsigned)> make_sinew;
+  std::function<void(sinew::graph&)> sinew_run;  ///< one unit through the graph
+  std::vector<starpu_array> arrays;
+  std::size_t n = 0;
+  unsigned blocks = 1;
+  /// Inserts block `first`'s task on its sub-handles.
+  std::function<void(const std::vector<starpu_data_handle_t>&, unsigned)> insert;
+  std::function<void()> poison;
+  std::function<std::string()> check;
+};
+
+/// Runs `w.sinew_run` on `s` until its balancer is tuned (real units, untimed).
+void tune(sinew_map& s, const workload& w, sb::context& ctx, const std::string& what) {
+  for (int runs = 0; !sinew::device_stats(s.m).tuned && runs < 1000; ++runs) {
+    w.poison();
+    w.sinew_run(s.g);
   }
-  auto st = sinew::device_stats(m);
-  std::string w;
+  auto st = sinew::device_stats(s.m);
+  std::string weights;
   for (std::size_t i = 0; i < st.weights.size(); ++i)
-    w += (i ? ", " : "") + st.devices[i] + " " + sb::format_double(st.weights[i], 1) + "%";
-  ctx.note("sinew: tuned in " + std::to_string(st.tuning_executions) + " execution(s); weights " + w);
+    weights += (i ? ", " : "") + st.devices[i] + " " + sb::format_double(st.weights[i], 1) + "%";
+  ctx.note(what + ": tuned in " + std::to_string(st.tuning_executions) + " execution(s); weights " + weights);
+}
+
+/// Measures one workload: StarPU with OpenCL when there is a GPU (data
+/// registered per unit, then once), Sinew on as many host workers as StarPU
+/// started CPU workers (and on all, where that is more), then StarPU on CPU
+/// workers only when there is a GPU.
+void compare(sb::context& ctx, const workload& w, bool gpu) {
+  auto ms = [](double s) { return s * 1e3; };
+  const int calibration = ctx.smoke() ? 1 : 5;
+  ctx.param("starpu_calibration_runs", calibration);
+  auto per_unit = [&w] {
+    starpu_arrays a(w.arrays, w.n, w.blocks);
+    a.submit(w.insert);
+    starpu_task_wait_for_all();
+  };
+  unsigned cpu_workers = 0;
+  const sb::series* fresh = nullptr;
+  const sb::series* once = nullptr;
+  {
+    starpu_session session(sb::thread_count(), gpu);
+    cpu_workers = starpu_cpu_worker_get_count();
+    ctx.param("starpu_workers", starpu_session::workers());
+    for (int k = 0; k < calibration; ++k) {
+      w.poison();
+      per_unit();
+    }
+    const std::string workers = "StarPU " + starpu_session::workers() + " workers";
+    fresh = &ctx.measure({.name = "starpu dmda, registered per unit", .unit = "ms/unit", .better = sb::lower,
+                          .setup = w.poison, .run = per_unit, .to_metric = ms, .check = w.check,
+                          .note = workers + "; registered, partitioned, unpartitioned, unregistered every unit"});
+    starpu_arrays kept(w.arrays, w.n, w.blocks);  // unregistered before the session ends
+    once = &ctx.measure({.name = "starpu dmda, registered once", .unit = "ms/unit", .better = sb::lower,
+                         .setup = [&] { kept.host_writes(w.poison); },
+                         .run = [&] {
+                           kept.submit(w.insert);
+                           kept.fetch_outputs();
+                         },
+                         .to_metric = ms, .check = w.check,
+                         .note = workers + "; registered once; inputs written anew by the host before each unit"});
+  }
+  auto sinew = [&](unsigned workers, const std::string& name) -> const sb::series& {
+    auto s = w.make_sinew(workers);
+    tune(*s, w, ctx, name);
+    const unsigned used = workers ? workers : sb::thread_count();
+    return ctx.measure({.name = name, .unit = "ms/unit", .better = sb::lower, .setup = w.poison,
+                        .run = [&] { w.sinew_run(s->g); }, .to_metric = ms, .check = w.check,
+                        .note = std::to_string(used) + " host workers" +
+                                (gpu ? " + OpenCL device(s), iterative balancer" : ", host executor")});
+  };
+  const unsigned same = std::max(1u, cpu_workers);
+  ctx.param("sinew_host_workers", same);
+  const auto& s = sinew(same, "sinew balanced map, StarPU's host workers");
+  const sb::series* all = same < sb::thread_count() ? &sinew(0, "sinew balanced map, all host workers") : nullptr;
+  if (gpu) {
+    starpu_session session(sb::thread_count(), false);
+    ctx.param("starpu_workers_cpu_only", starpu_session::workers());
+    for (int k = 0; k < calibration; ++k) {
+      w.poison();
+      per_unit();
+    }
+    ctx.measure({.name = "starpu dmda, cpu only", .unit = "ms/unit", .better = sb::lower, .setup = w.poison,
+                 .run = per_unit, .to_metric = ms, .check = w.check,
+                 .note = "informational: StarPU " + starpu_session::workers() + " workers, registered per unit"});
+  }
+  auto ratio = [&](const sb::series& a, const sb::series* b) { return a.stats.n && b && b->stats.n && b->stats.median > 0; };
+  const std::string on = "sinew on " + std::to_string(same) + " host workers";
+  if (ratio(s, fresh))
+    ctx.ratio("starpu_" + w.key, s.stats.median / fresh->stats.median, 1.0, sb::lower,
+              on + " ms / StarPU dmda registered per unit ms (medians)");
+  if (ratio(s, once))
+    ctx.ratio("starpu_" + w.key + "_registered_once", s.stats.median / once->stats.median, 1.0, sb::lower,
+              on + " ms / StarPU dmda registered once ms (medians)");
+  if (all && ratio(*all, fresh))
+    ctx.informational_ratio("starpu_" + w.key + "_all_workers", all->stats.median / fresh->stats.median, 1.0, sb::lower,
+                            "lopsided: Sinew on " + std::to_string(sb::thread_count()) + " host workers, StarPU on " +
+                                std::to_string(cpu_workers) + " CPU workers",
+                            "sinew on all host workers ms / StarPU dmda registered per unit ms (medians)");
 }
 
 unsigned blocks_for(std::size_t n, unsigned want) { return unsigned(std::max<std::size_t>(1, std::min<std::size_t>(n, want))); }
@@ -356,91 +504,87 @@ void run_series(sb::context& ctx) {
   fresh_starpu_home();
   const std::size_t n = ctx.smoke() ? 256 : ctx.quick() ? 2000 : 10000;
   const int steps = 1000;
-  const unsigned blocks = blocks_for(n, 100);
   const std::string ocl = opencl_kind();
-  const bool gpu = !ocl.empty();
   ctx.param("coefficients", n);
-  ctx.param("starpu_blocks", blocks);
   const std::vector<wl::coeff> ref = wl::series_reference(n, steps);
-  std::vector<std::vector<wl::coeff>> out;
-  std::vector<wl::coeff> flat(n);
-  auto devs = sinew_devices(ocl, wl::series{steps}, {.min_task = 1},
-                            spec("series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()}));
-  sinew::node m = sinew::multi_device_map(devs, sinew::balance::iterative());
-  sinew::graph g(m);
-  bool from_starpu = false;
-  auto poison = [&] {
+  std::vector<std::vector<wl::coeff>> out;  // Sinew's result
+  std::vector<wl::coeff> flat(n);           // StarPU's
+  starpu_kernel k("sinew_bench_series", series_cpu, series_opencl, 1, {STARPU_W});
+  workload w;
+  w.key = "series";
+  w.make_sinew = sinew_maker(ocl, wl::series{steps}, {.min_task = 1},
+                             spec("series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps),
+                                                          scl::arg::count()}));
+  w.sinew_run = [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); };
+  w.arrays = {{flat.data(), sizeof(wl::coeff), true}};
+  w.n = n;
+  w.blocks = blocks_for(n, 100);
+  w.insert = [&](const std::vector<starpu_data_handle_t>& sub, unsigned first) {
+    submit_or_throw(starpu_task_insert(&k.cl, STARPU_W, sub[0], STARPU_VALUE, &first, sizeof(first), STARPU_VALUE,
+                                       &steps, sizeof(steps), 0),
+                    "series");
+  };
+  w.poison = [&] {
     out.clear();
     std::fill(flat.begin(), flat.end(), wl::coeff{-1.0, -1.0});
   };
-  auto check = [&]() -> std::string {
-    const std::vector<wl::coeff>* got = from_starpu ? &flat : out.size() == 1 ? &out[0] : nullptr;
-    if (!got || got->size() != n) return "series: no result";
+  w.check = [&]() -> std::string {
+    const std::vector<wl::coeff>& got = out.size() == 1 ? out[0] : flat;  // poison() emptied `out`
+    if (got.size() != n) return "series: no result";
     // OpenCL's pow/cos/sin may differ in the last bits from glibc's.
     auto close = [](double x, double y) { return std::fabs(x - y) <= 1e-12 * std::fabs(y) + 1e-14; };
     for (std::size_t i = 0; i < n; ++i)
-      if (!close((*got)[i].a, ref[i].a) || !close((*got)[i].b, ref[i].b))
+      if (!close(got[i].a, ref[i].a) || !close(got[i].b, ref[i].b))
         return "series coefficient " + std::to_string(i) + " differs from the sequential reference";
     return {};
   };
-  auto sinew_once = [&] { g.run(wl::series_source(n), sinew::into(out)).get(); };
-  tune(m, sinew_once, poison, ctx);
-  starpu_kernel k("sinew_bench_series", series_cpu, series_opencl, 1, {STARPU_W});
-  auto starpu_once = [&] {
-    from_starpu = true;
-    starpu_run({{flat.data(), sizeof(wl::coeff)}}, n, blocks, [&](auto& sub, unsigned first) {
-      submit_or_throw(starpu_task_insert(&k.cl, STARPU_W, sub[0], STARPU_VALUE, &first, sizeof(first), STARPU_VALUE,
-                                         &steps, sizeof(steps), 0),
-                      "series");
-    });
-  };
-  compare(ctx, "series", gpu, poison, check, [&] { from_starpu = false; sinew_once(); }, starpu_once);
+  ctx.param("starpu_blocks", w.blocks);
+  compare(ctx, w, !ocl.empty());
 }
 
 void run_saxpy(sb::context& ctx) {
   fresh_starpu_home();
   const std::size_t n = ctx.smoke() ? 1'000'000 : ctx.quick() ? 4'000'000 : 32'000'000;
-  const unsigned blocks = 64;
   const float a = 2.5f;
   const std::string ocl = opencl_kind();
-  const bool gpu = !ocl.empty();
   ctx.param("elements", n);
-  ctx.param("starpu_blocks", blocks);
   wl::saxpy_inputs in = wl::make_saxpy_inputs(n, 7);
   std::vector<float> z(n);
-  auto devs = sinew_devices(ocl, wl::saxpy{a}, {},
-                            spec("saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
-                                                     scl::arg::scalar(a), scl::arg::count()}));
-  sinew::node m = sinew::multi_device_map(devs, sinew::balance::iterative());
-  sinew::graph g(m);
-  auto poison = [&] { std::fill(z.begin(), z.end(), -7.0f); };
-  auto check = [&]() -> std::string {
+  starpu_kernel k("sinew_bench_saxpy", saxpy_cpu, saxpy_opencl, 3, {STARPU_R, STARPU_R, STARPU_W});
+  workload w;
+  w.key = "saxpy";
+  w.make_sinew = sinew_maker(ocl, wl::saxpy{a}, {},
+                             spec("saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(),
+                                                        scl::arg::output<float>(), scl::arg::scalar(a), scl::arg::count()}));
+  w.sinew_run = [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+  w.arrays = {{in.x.data(), sizeof(float), false}, {in.y.data(), sizeof(float), false}, {z.data(), sizeof(float), true}};
+  w.n = n;
+  w.blocks = 64;
+  w.insert = [&](const std::vector<starpu_data_handle_t>& sub, unsigned) {
+    submit_or_throw(starpu_task_insert(&k.cl, STARPU_R, sub[0], STARPU_R, sub[1], STARPU_W, sub[2], STARPU_VALUE, &a,
+                                       sizeof(a), 0),
+                    "saxpy");
+  };
+  w.poison = [&] { std::fill(z.begin(), z.end(), -7.0f); };
+  w.check = [&]() -> std::string {
     for (std::size_t i = 0; i < n; ++i)  // -march=native may contract one variant into an FMA
       if (!(std::fabs(z[i] - (a * in.x[i] + in.y[i])) <= 1e-6f * std::fabs(a * in.x[i] + in.y[i]) + 1e-7f))
         return "z[" + std::to_string(i) + "] is wrong";
     return {};
   };
-  auto sinew_once = [&] { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
-  tune(m, sinew_once, poison, ctx);
-  starpu_kernel k("sinew_bench_saxpy", saxpy_cpu, saxpy_opencl, 3, {STARPU_R, STARPU_R, STARPU_W});
-  auto starpu_once = [&] {
-    starpu_run({{in.x.data(), sizeof(float)}, {in.y.data(), sizeof(float)}, {z.data(), sizeof(float)}}, n, blocks,
-               [&](auto& sub, unsigned) {
-                 submit_or_throw(starpu_task_insert(&k.cl, STARPU_R, sub[0], STARPU_R, sub[1], STARPU_W, sub[2],
-                                                    STARPU_VALUE, &a, sizeof(a), 0),
-                                 "saxpy");
-               });
-  };
-  compare(ctx, "saxpy", gpu, poison, check, sinew_once, starpu_once);
+  ctx.param("starpu_blocks", w.blocks);
+  compare(ctx, w, !ocl.empty());
 }
 
 const sb::registrar reg_series("starpu_series",
-                               "Series (10000 coefficients, quick 2000): Sinew balanced multi-device map vs StarPU "
-                               "dmda (100 blocks; OpenCL codelet when StarPU sees a GPU)",
+                               "Series (10000 coefficients, quick 2000): Sinew balanced multi-device map on StarPU's "
+                               "number of host workers vs StarPU dmda, data registered per unit and once (100 blocks; "
+                               "OpenCL codelet when StarPU sees a GPU)",
                                run_series);
 const sb::registrar reg_saxpy("starpu_saxpy",
-                              "saxpy (32M floats, quick 4M): Sinew balanced multi-device map vs StarPU dmda (64 "
-                              "blocks; OpenCL codelet when StarPU sees a GPU)",
+                              "saxpy (32M floats, quick 4M): Sinew balanced multi-device map on StarPU's number of "
+                              "host workers vs StarPU dmda, data registered per unit and once (64 blocks; OpenCL "
+                              "codelet when StarPU sees a GPU)",
                               run_saxpy);
 
 }  // namespace
