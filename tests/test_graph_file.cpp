@@ -1,4 +1,4 @@
-// Graph files (engine/graph_file*.cpp, docs/json.md): validation errors name
+// Graph files (engine/json/, docs/json.md): validation errors name
 // the JSON pointer, every example graph runs and matches its sequential
 // reference on every scheduler, overrides, kernels from the host and from
 // plugins, and --verify catching a wrong result.

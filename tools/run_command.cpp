@@ -166,8 +166,11 @@ void print_stats(const sinew::run_stats& s) {
 int run_file(const run_options& o) {
   // 1. Validate everything before anything runs (json_error -> exit 2).
   sinew::graph_file f = sinew::graph_file::load(o.file, o.sets);
-  if (o.verify && !f.replayable())
-    throw sinew::json_error(o.file, "/source", "--verify needs a source that can be read twice (generator, nbody, file, ppm_dir)");
+  if (o.verify && !f.replayable()) {
+    std::string types;
+    for (const auto& t : sinew::graph_file::replayable_source_types()) types += (types.empty() ? "" : ", ") + t;
+    throw sinew::json_error(o.file, "/source", "--verify needs a source that can be read twice (" + types + ")");
+  }
 
   const std::size_t limit = o.memory_limit_mib ? std::size_t(o.memory_limit_mib) << 20 : f.memory_limit();
   sinew::buffer_pool::global().set_memory_limit(limit);

@@ -1,7 +1,7 @@
-// The built-in kernels a graph file can name: the seed workloads (Marrow
-// thesis §5.1.1) plus a few small utilities for streams and tests. Each has a
-// sequential reference written as a plain loop over the whole unit, used by
-// `sinew run --verify`.
+// The built-in kernels a graph file can name: the benchmark workloads of
+// [Marques14, §5.1.1] plus a few small utilities for streams and tests. Each
+// has a sequential reference written as a plain loop over the whole unit,
+// used by `sinew run --verify`.
 #include <sinew/json/kernel_registry.hpp>
 #include <sinew/workloads.hpp>
 

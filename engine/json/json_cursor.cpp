@@ -1,5 +1,8 @@
+// The JSON cursor of graph files and json_error: checked access whose errors
+// name the JSON pointer, and the --set overrides applied before validation.
 #include "json_cursor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -48,20 +51,27 @@ std::string json_kind(const json& v) {
   }
 }
 
+std::string comma_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
 void json_cursor::expect_object(std::initializer_list<const char*> allowed,
                                 std::initializer_list<const char*> required) const {
+  expect_object(std::vector<std::string>(allowed.begin(), allowed.end()),
+                std::vector<std::string>(required.begin(), required.end()));
+}
+
+void json_cursor::expect_object(const std::vector<std::string>& allowed,
+                                const std::vector<std::string>& required) const {
   if (!v_->is_object()) fail("expected an object, got " + json_kind(*v_));
   for (auto& [k, v] : v_->items()) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || k == a;
-    if (!ok) {
-      std::string list;
-      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      at(k).fail("unknown field '" + k + "' (allowed here: " + list + ")");
-    }
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    at(k).fail("unknown field '" + k + "' (allowed here: " + comma_list(allowed) + ")");
   }
-  for (const char* r : required)
-    if (!v_->contains(r)) fail(std::string("missing required field '") + r + "'");
+  for (const auto& r : required)
+    if (!v_->contains(r)) fail("missing required field '" + r + "'");
 }
 
 void json_cursor::expect_array() const {

@@ -1,7 +1,7 @@
 #pragma once
 // A position in a JSON document being validated: the value, its JSON pointer,
 // and checked accessors whose errors name the pointer and say what was
-// expected. Used by the graph-file loader (engine/json/graph_file.cpp).
+// expected. Every part of the graph-file loader reads the document through it.
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -20,6 +20,8 @@ using json = nlohmann::json;
 std::string pointer_token(const std::string& key);
 /// "an integer", "a string", ... for messages.
 std::string json_kind(const json& v);
+/// "a, b, c" for messages.
+std::string comma_list(const std::vector<std::string>& items);
 
 class json_cursor {
  public:
@@ -38,6 +40,7 @@ class json_cursor {
   /// Requires an object whose keys are all in `allowed` (and each of
   /// `required` present).
   void expect_object(std::initializer_list<const char*> allowed, std::initializer_list<const char*> required = {}) const;
+  void expect_object(const std::vector<std::string>& allowed, const std::vector<std::string>& required) const;
   void expect_array() const;
   /// A child that must exist.
   json_cursor required(const std::string& key) const;

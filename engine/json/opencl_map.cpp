@@ -2,30 +2,21 @@
 // "devices": ..., "balance": ..., "reference": {...}}. One selected device
 // gives a kernel leaf; several (or "host" among them) give a multi-device map
 // whose units are split by a balancer (docs/json.md, docs/balancing.md).
+#include <cstdio>
+
 #include <sinew/opencl/balancer.hpp>
-#include <sinew/engine/elem_type.hpp>
-#include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/kernel.hpp>
+#include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/platform.hpp>
 
-#include <cstring>
-
+#include "element_types.hpp"
 #include "graph_file_state.hpp"
 #include "json_cursor.hpp"
+#include "kernel_nodes.hpp"
+#include "tree_builder.hpp"
 
 namespace sinew::detail {
 namespace {
-
-const elem_type& type_at(const json_cursor& c) {
-  std::string n = c.as_string();
-  const elem_type* t = elem_type_by_name(n);
-  if (!t) {
-    std::string known;
-    for (auto k : elem_type_names()) known += (known.empty() ? "" : ", ") + std::string(k);
-    c.fail("unknown element type '" + n + "' (known: " + known + ")");
-  }
-  return *t;
-}
 
 /// Bytes of scalar `v` as the OpenCL type named `type`.
 opencl::arg::spec scalar_at(const json_cursor& c) {
@@ -66,7 +57,7 @@ opencl::arg::spec arg_at(const json_cursor& c) {
   for (const char* k : {"in", "out", "inout"}) {
     if (!c.has(k)) continue;
     c.expect_object({"in", "out", "inout", "halo", "whole"}, {k});
-    const elem_type& t = type_at(c.at(k));
+    const elem_type& t = elem_type_at(c.at(k));
     A::spec s = std::string(k) == "in" ? A::input(t) : std::string(k) == "out" ? A::output(t) : A::inout(t);
     if (c.has("halo")) s.with_halo(std::size_t(c.at("halo").as_uint(0, 1u << 20)));
     if (c.get_bool("whole", false)) s.read_whole();

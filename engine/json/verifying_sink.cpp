@@ -17,6 +17,7 @@
 #include <sinew/workloads/image.hpp>
 
 #include "graph_file_state.hpp"
+#include "json_cursor.hpp"
 
 namespace sinew {
 namespace {
@@ -56,6 +57,18 @@ bool close(F a, F b, double tol) {
   return std::fabs(double(a) - double(b)) <= tol * scale;
 }
 
+/// Element `g` equals `w` component by component (`es` bytes of F's), within `tol`.
+template <class F>
+bool close_components(const unsigned char* g, const unsigned char* w, std::size_t es, double tol) {
+  for (std::size_t k = 0; k < es / sizeof(F); ++k) {
+    F x, y;
+    std::memcpy(&x, g + sizeof(F) * k, sizeof(F));
+    std::memcpy(&y, w + sizeof(F) * k, sizeof(F));
+    if (!close(x, y, tol)) return false;
+  }
+  return true;
+}
+
 /// "" if equal (within `tol` for floating-point buffers), else a description.
 std::string compare(const layer& got, const layer& want, double tol) {
   if (!(got.shape() == want.shape())) return "shape " + got.shape().str() + ", reference " + want.shape().str();
@@ -69,26 +82,9 @@ std::string compare(const layer& got, const layer& want, double tol) {
     if (std::memcmp(g, w, n * es) == 0) continue;
     std::size_t comp = tol > 0 ? float_component(t) : 0;
     for (std::size_t i = 0; i < n; ++i) {
-      bool same;
-      if (comp == 4) {
-        same = true;
-        for (std::size_t k = 0; k < es / 4; ++k) {
-          float x, y;
-          std::memcpy(&x, g + i * es + 4 * k, 4);
-          std::memcpy(&y, w + i * es + 4 * k, 4);
-          same = same && close(x, y, tol);
-        }
-      } else if (comp == 8) {
-        same = true;
-        for (std::size_t k = 0; k < es / 8; ++k) {
-          double x, y;
-          std::memcpy(&x, g + i * es + 8 * k, 8);
-          std::memcpy(&y, w + i * es + 8 * k, 8);
-          same = same && close(x, y, tol);
-        }
-      } else {
-        same = std::memcmp(g + i * es, w + i * es, es) == 0;
-      }
+      const bool same = comp == 4   ? close_components<float>(g + i * es, w + i * es, es, tol)
+                        : comp == 8 ? close_components<double>(g + i * es, w + i * es, es, tol)
+                                    : std::memcmp(g + i * es, w + i * es, es) == 0;
       if (!same) {
         std::ostringstream os;
         os << "buffer " << b << " element " << i << " differs";
@@ -111,9 +107,10 @@ class verifying_sink_impl final : public detail::sink_impl {
                       std::shared_ptr<verify_report> r)
       : inner_(std::move(inner)), report_(std::move(r)), tol_(s.tolerance) {
     if (!f.replayable())
-      throw error(f.origin() + ": --verify needs a source that can be read twice (generator, nbody, file, "
-                               "ppm_dir); this file reads from " + std::string(source_name(s.skind)));
-    replay_ = detail::make_source(s, true);
+      throw error(f.origin() + ": --verify needs a source that can be read twice (" +
+                  detail::comma_list(graph_file::replayable_source_types()) + "); this file reads from " +
+                  s.source_type->live_input);
+    replay_ = s.source.make(true);
     ref_ = f.reference_root();
     exec_ = ref_.impl()->compile_inline("reference");
   }
@@ -149,14 +146,6 @@ class verifying_sink_impl final : public detail::sink_impl {
   void interrupt() override { inner_.impl().interrupt(); }
 
  private:
-  static const char* source_name(source_kind k) {
-    switch (k) {
-      case source_kind::stdin_binary:
-      case source_kind::stdin_lines: return "standard input";
-      case source_kind::tcp: return "a TCP socket";
-      default: return "a source";
-    }
-  }
   void drain() {
     for (auto it = early_.find(next_); it != early_.end(); it = early_.find(next_)) {
       check(it->second);

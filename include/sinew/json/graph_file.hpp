@@ -58,9 +58,6 @@ class json_error : public error {
   std::size_t line_, column_;
 };
 
-/// Where a source of the file reads from, for the CLI's messages.
-enum class source_kind { generator, index, nbody, file, stdin_binary, stdin_lines, ppm_dir, tcp };
-
 class graph_file;
 namespace detail {
 struct graph_file_state;
@@ -107,11 +104,15 @@ class graph_file {
   graph_options options(sinew::scheduler* sched) const;
 
   /// A new source (each call starts the stream from the beginning where the
-  /// kind allows: see `replayable`).
+  /// type allows: see `replayable`).
   sinew::source make_source() const;
-  source_kind source_type() const;
+  /// The source's "type" ("generator", "file", "stdin", ...).
+  const std::string& source_type() const;
   /// True if two sources made by `make_source` produce the same units.
   bool replayable() const;
+  /// The source types that are replayable ("generator", "nbody", ...), in
+  /// the order docs/json.md lists them.
+  static std::vector<std::string> replayable_source_types();
   /// Units the source will produce, when known.
   std::optional<std::uint64_t> unit_count() const;
   /// Layout of the units the source makes (types and shape).

@@ -1,0 +1,26 @@
+#pragma once
+// Fields that several source and sink types of a graph file share: the
+// record layout ("buffers" + "shape"), "count", "port", and paths that must
+// exist. Each reports errors at its JSON pointer.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <sinew/io/record_layout.hpp>
+
+namespace sinew::detail {
+
+class json_cursor;
+
+/// "buffers" (element type names) and "shape" (1-3 extents) of `c`; a unit
+/// over a quarter of this machine's memory is an error at "shape".
+io::record_layout layout_at(const json_cursor& c, bool allow_no_buffers);
+/// "count": a number of units, or "unbounded" (nullopt); nullopt if absent
+/// and not `required`.
+std::optional<std::uint64_t> count_at(const json_cursor& c, bool required);
+/// The required "port" (1-65535).
+std::uint16_t port_at(const json_cursor& c);
+/// True if `path` names an existing directory (`dir`) or regular file.
+bool path_exists(const std::string& path, bool dir);
+
+}  // namespace sinew::detail
