@@ -1,6 +1,7 @@
 # Sinew convenience driver around CMake/CTest.
-#   make test | run | bench | bench-quick | tsan | tsan-full | asan | asan-ci | fuzz | soak | install | clean
+#   make test | run | bench | bench-quick | tsan | tsan-full | asan | asan-ci | fuzz | soak | stress | install | clean
 # Extra CMake options: make CMAKE_FLAGS="-DSINEW_AVX2=ON" build
+# Every configure compiles through ccache when it is installed (tools/install-deps.sh installs it).
 
 BUILD       = build
 BUILD_TYPE  = Release
@@ -14,8 +15,18 @@ FUZZ_TARGETS = fuzz_graph_file fuzz_records fuzz_lines fuzz_ppm fuzz_tcp
 TSAN_BUILD  = build-tsan
 ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
+# Expanded when a recipe runs, after `deps` may have installed ccache.
+LAUNCHER     = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps configure build test run bench bench-quick tsan tsan-full asan asan-ci fuzz soak install clean
+# The long checks (stress, soak, asan, tsan-full, fuzz) keep their logs here,
+# each starting with its command, date and build commit (bench/logged.sh),
+# with a line in the folder's runs.tsv (bench/results/README.md).
+RESULTS     := bench/results/$(shell nproc)core
+# TESTS="[tag]" runs only those test cases under `make asan` / `make tsan-full`.
+TESTS        =
+LOGGED       = LOGGED_BY='make $@' bash bench/logged.sh
+
+.PHONY: all deps configure build test run bench bench-quick tsan tsan-full asan asan-ci fuzz soak stress install clean
 
 all: build
 
@@ -23,7 +34,7 @@ deps:
 	@bash tools/install-deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(LAUNCHER) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,16 +45,18 @@ test: build
 run: build
 	$(BUILD)/tools/sinew demo
 
-# bench/results/<date>-<N>core.json/.txt (+ -starpu with StarPU) and docs/img plots
+# Every benchmark into bench/results/<N>core/ (one .json/.txt pair per process,
+# replacing the machine's previous run; runs.tsv: command and build commit),
+# then the plots into docs/img/ (bench/run_suite.sh).
 bench: build
 	bash bench/run_suite.sh $(BUILD)
 
-# bench/results/quick-<N>core.json/.txt: smaller sizes, no plots
+# The same at --quick sizes into bench/results/quick-<N>core/ (git-ignored), no plots.
 bench-quick: build
 	bash bench/run_suite.sh $(BUILD) --quick
 
 tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target sinew-tests
 	# Graphs run on the `steal` scheduler here: Debian's oneTBB is not built
 	# with ThreadSanitizer, so TSan cannot see the hand-offs inside libtbb and
@@ -52,12 +65,14 @@ tsan: deps
 	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 		$(TSAN_BUILD)/tests/sinew-tests "[tsan]"
 
-# The whole suite under TSan; reports inside the uninstrumented libtbb are suppressed.
+# The whole suite under TSan; reports inside the uninstrumented libtbb are
+# suppressed. Log: $(RESULTS)/tsan-full.log.
 tsan-full: deps
-	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake -S . -B $(TSAN_BUILD) -DSINEW_SANITIZE=thread $(SAN_FLAGS) $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target sinew-tests
-	SINEW_SCHEDULER=steal TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
-		$(TSAN_BUILD)/tests/sinew-tests
+	$(LOGGED) $(TSAN_BUILD) $(RESULTS)/tsan-full.log env SINEW_SCHEDULER=steal \
+		TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+		$(TSAN_BUILD)/tests/sinew-tests $(if $(TESTS),"$(TESTS)")
 
 # Leak reports need whole stacks through the uninstrumented PoCL for
 # tests/lsan.supp to match (fast unwinding stops at its first frame).
@@ -66,30 +81,41 @@ ASAN_RUN_OPTIONS = detect_leaks=1:fast_unwind_on_malloc=0
 # `~[.]`: a tag alone also selects hidden tests (the 10,000-tree stress).
 ASAN_CI_TAGS = [runtime],[json],[io],[buffer],[random]~[.],[stream],[balance]
 asan-ci: deps
-	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target sinew-tests sinew_test_plugin
 	ASAN_OPTIONS="$(ASAN_RUN_OPTIONS)" LSAN_OPTIONS="suppressions=$(CURDIR)/tests/lsan.supp" \
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 		$(ASAN_BUILD)/tests/sinew-tests "$(ASAN_CI_TAGS)"
 
+# The whole suite under ASan + UBSan with leak checking. Log: $(RESULTS)/asan.log.
 asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS="$(ASAN_RUN_OPTIONS)" LSAN_OPTIONS="suppressions=$(CURDIR)/tests/lsan.supp" \
-	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-		$(ASAN_BUILD)/tests/sinew-tests
+	$(LOGGED) $(ASAN_BUILD) $(RESULTS)/asan.log env ASAN_OPTIONS="$(ASAN_RUN_OPTIONS)" \
+		LSAN_OPTIONS="suppressions=$(CURDIR)/tests/lsan.supp" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+		$(ASAN_BUILD)/tests/sinew-tests $(if $(TESTS),"$(TESTS)")
 
 # The 10-minute stream soak (tests/test_soak.cpp); SOAK_SECONDS to shorten it.
+# Log: $(RESULTS)/soak-<SOAK_SECONDS>s.txt.
 SOAK_SECONDS = 600
 soak: build
-	SINEW_SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/tests/sinew-tests "[.soak]"
+	$(LOGGED) $(BUILD) $(RESULTS)/soak-$(SOAK_SECONDS)s.txt env SINEW_SOAK_SECONDS=$(SOAK_SECONDS) \
+		$(BUILD)/tests/sinew-tests "[.soak]"
+
+# The hidden stress tests ("[.stress]": 10,000 random skeleton trees,
+# tests/test_random_trees.cpp). Log: $(RESULTS)/stress.log.
+STRESS_TESTS = [.stress]
+stress: build
+	$(LOGGED) $(BUILD) $(RESULTS)/stress.log $(BUILD)/tests/sinew-tests "$(STRESS_TESTS)"
 
 # libFuzzer over every parser, FUZZ_SECONDS each (clang), from tests/fuzz/corpus.
+# Logs: $(RESULTS)/fuzz-<harness>.log; findings in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DSINEW_FUZZ=ON \
-		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF -DSINEW_TEST_DISCOVERY=OFF $(CMAKE_FLAGS)
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF -DSINEW_TEST_DISCOVERY=OFF $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
-	bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_BUILD)/artifacts
+	LOGGED_BY='make fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)' \
+		bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_BUILD)/artifacts $(RESULTS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -6,6 +6,12 @@
 # it; FILE.txt takes that of FILE.json beside it), else $BUILD_COMMIT (set by
 # the caller from `sinew --version`), else "unknown".
 
+# build_commit_of BUILD_DIR: the commit that build was made from (its
+# generated sinew_build_commit.h, cmake/build_commit.cmake); empty if unknown.
+build_commit_of() {
+  sed -n 's/.*"\(.*\)".*/\1/p' "$1/generated/sinew_build_commit.h" 2>/dev/null
+}
+
 # record DIR COMMAND FILE...: COMMAND just wrote the FILEs (names in DIR); their
 # lines replace those of the previous run. FILEs that do not exist are skipped.
 record() {

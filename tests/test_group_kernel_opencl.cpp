@@ -25,7 +25,7 @@ std::optional<group_cl>& device() {
     tried = true;
     cl = group_cl::open(group_cl::kernel_dir(__FILE__), why);
   }
-  if (!cl) WARN("skipped: " << why);
+  if (!cl) WARN("SINEW-SKIP: " << why);  // ctest reports the case skipped (tests/CMakeLists.txt)
   return cl;
 }
 

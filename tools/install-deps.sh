@@ -15,6 +15,8 @@ DEFAULT_PACKAGES=(
     graphviz
     openmpi-bin libopenmpi-dev
     libstarpu-dev
+    python3-jsonschema    # tests/cli/schema.sh (ctest: skipped without it)
+    ccache                # the Makefile compiles through it when it is installed
 )
 
 if [[ $# -gt 0 ]]; then
