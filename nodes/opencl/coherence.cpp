@@ -1,4 +1,4 @@
-// Coherence records of host/device copies (seed 001, Appendix B). See
+// Coherence records of host/device copies [Vinas17, Appendix B]. See
 // include/sinew/opencl/coherence.hpp for the invariants.
 //
 // Locking: a record's mutex, then a space's mutex. Eviction holds a space's

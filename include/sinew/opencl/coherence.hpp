@@ -1,12 +1,12 @@
 #pragma once
 /// \file coherence.hpp
 /// Coherence of a buffer's copies in several memory spaces (the host and each
-/// device), after HPL's Array coherence (seed 001, §3 and Appendix B): every
+/// device), after HPL's Array coherence [Vinas17, §3, Appendix B]: every
 /// buffer records, per space and per byte range, where a valid copy is;
 /// reading in a space that lacks one transfers it there lazily; writing in a
 /// space invalidates the range everywhere else. Spaces that share host memory
 /// (PoCL's CPU device, `CL_DEVICE_HOST_UNIFIED_MEMORY`) alias the host copy:
-/// they never copy, they only synchronise (map/unmap, seed 000 paper 3).
+/// they never copy, they only synchronise (map/unmap [Lee15]).
 ///
 /// Invariants (checked by tests/test_coherence.cpp):
 ///  * every byte of a buffer is valid in at least one space;
@@ -45,7 +45,7 @@ inline range whole(const buffer& b) { return {0, b.bytes()}; }
 
 /// A sub-range view of a buffer in elements, with halo elements read (never
 /// written) on each side, clipped to the buffer (stencils read their
-/// neighbours' rows; seed 001's subarrays).
+/// neighbours' rows; HPL's subarrays [Vinas17, §3.3]).
 ///
 /// \code
 /// sinew::coherence::subview v{rows_begin * cols, rows_count * cols, cols, cols};  // one halo row each side
@@ -138,7 +138,7 @@ void host_write(buffer& b, range r);
 
 /// Records that the caller copied `r` into `to` (null: the host) from a
 /// valid copy in `from` (null: the host) itself, e.g. with chunked,
-/// event-chained transfers (seed 000 paper 5): `r` is valid in `to` now. The
+/// event-chained transfers [Takizawa15]: `r` is valid in `to` now. The
 /// copy in `to` must exist (an `access` to it). Counted as the device space's
 /// upload or download.
 void copied(buffer& b, memory_space* to, range r, memory_space* from = nullptr);

@@ -6,7 +6,7 @@
 /// (multi_device_map.hpp) splits the outermost dimension of each unit into
 /// one `device_share` per executor, in proportion to a balancer's weights,
 /// runs the shares concurrently and feeds the returned `share_timing`s back
-/// to the balancer (the "execution plan" of seed 001 §3).
+/// to the balancer (the "execution plan" of [Vinas17, §3.3]).
 ///
 /// \code
 /// // A device that doubles every row of its share of a 1-D float unit.

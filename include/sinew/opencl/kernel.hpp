@@ -3,7 +3,7 @@
 /// OpenCL kernel leaves: a node usable wherever a `sinew::map<F>` is
 /// (pipeline stage, farm worker, loop body), built at run time from a
 /// `kernel_spec` (the JSON loader builds one from a file). After Marrow's
-/// KernelWrapper (seed 003 §3–4.1), each kernel parameter is one of:
+/// KernelWrapper [Marques14, §3–4.1], each kernel parameter is one of:
 ///
 ///  * **buffers** bound from the unit's layers: `arg::input` (layer 0, in
 ///    order), `arg::output` (layer 1, in order), `arg::inout` (layer 0,
@@ -18,7 +18,7 @@
 /// The global range is the unit's shape, innermost dimension first as in
 /// OpenCL: `get_global_id(0)` is the column (element in 1-D),
 /// `get_global_id(1)` the row, `get_global_id(2)` the plane. Work-groups:
-/// `local` if given; else the driver's choice on CPUs (seed 000 paper 3: let
+/// `local` if given; else the driver's choice on CPUs ([Lee15]: let
 /// the CPU runtime pick large groups) and 64 / 16x16 / 8x8x4 on other
 /// devices. The global range is rounded up to whole work-groups, so kernels
 /// must guard (`if (i >= n) return;`). A device executor computes a share of
@@ -125,7 +125,7 @@ struct kernel_spec {
   /// Leave outputs in device memory only (the next stage is a kernel on the
   /// same device); see `device_pipeline`, which sets it safely.
   bool keep_on_device = false;
-  /// Overlap (seed 003 "overlap", seed 000 paper 5): with device copies, cut
+  /// Overlap ([Marques14]'s "overlap", [Takizawa15]): with device copies, cut
   /// each unit (or share) into this many chunks along the outermost
   /// dimension whose upload, kernel and download are chained by events and
   /// alternate between the device's two queues, so one chunk's transfers

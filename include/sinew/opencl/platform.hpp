@@ -2,9 +2,9 @@
 /// \file opencl/platform.hpp
 /// OpenCL platforms and devices as Sinew sees them: one context per platform,
 /// two in-order command queues per device (one for transfers and kernels of
-/// one unit while the other serves the next; seed 000 paper 2: one queue per
-/// device and thread; paper 5: transfers overlapped with kernels), created
-/// once per process and reused (seed 000 paper 3: context creation costs).
+/// one unit while the other serves the next; [Xu15]: one queue per
+/// device and thread; [Takizawa15]: transfers overlapped with kernels), created
+/// once per process and reused ([Lee15]: context creation costs).
 ///
 /// \code
 /// for (const sinew::opencl::device_info& d : sinew::opencl::list_devices())
@@ -23,7 +23,7 @@
 namespace sinew::opencl {
 
 /// How a leaf holds its buffers on a device. `automatic`: mapped host memory
-/// where the device shares it (`host_unified_memory`, seed 000 paper 3),
+/// where the device shares it (`host_unified_memory`, [Lee15]),
 /// device copies otherwise. `copy`: always separate device memory with
 /// transfers (e.g. to exercise the transfer path on a CPU device).
 enum class memory_mode { automatic, copy };

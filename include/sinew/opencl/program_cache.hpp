@@ -1,8 +1,8 @@
 #pragma once
 /// \file opencl/program_cache.hpp
 /// Built OpenCL programs, kept once per (source hash, build options, device,
-/// driver version) in memory and as binaries on disk (seed 000 paper 3 and
-/// seed 004: building is costly, so binaries are cached across runs). The
+/// driver version) in memory and as binaries on disk ([Lee15],
+/// [Zhang18]: building is costly, so binaries are cached across runs). The
 /// directory is `$SINEW_CACHE_DIR`, else `$XDG_CACHE_HOME/sinew`, else
 /// `~/.cache/sinew`. Files are written to a temporary name and renamed, so
 /// processes building at once never read a partial file; a file that does

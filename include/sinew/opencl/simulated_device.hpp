@@ -8,8 +8,8 @@
 ///   compute = launch_overhead + Σ_{r in share} row_cost(r) / speed
 ///   total   = compute + rows · bytes_per_row · seconds_per_byte
 ///
-/// `row_cost` models work that is not uniform over the rows, e.g. seed 001
-/// §4.2.2's unbalanced kernel (1 flop on a zero, 1001 on a non-zero, zeros
+/// `row_cost` models work that is not uniform over the rows, e.g. HPL's
+/// unbalanced kernel [Vinas17, §4.2.2] (1 flop on a zero, 1001 on a non-zero, zeros
 /// in the top rows): `unbalanced_rows(n, nonzero_fraction, cols)`.
 ///
 /// \code
@@ -79,7 +79,7 @@ class simulated_device final : public device_executor {
 /// A simulated device computing through `real`.
 std::shared_ptr<simulated_device> simulate(std::shared_ptr<device_executor> real, simulated_model m);
 
-/// Row cost of seed 001's unbalanced kernel on an `rows` x `cols` matrix
+/// Row cost of HPL's unbalanced kernel [Vinas17, §4.2.2] on an `rows` x `cols` matrix
 /// whose top (1 - nonzero_fraction) rows are zeros: `cols` flops per zero
 /// row, 1001·cols per non-zero row.
 std::function<double(std::size_t)> unbalanced_rows(std::size_t rows, double nonzero_fraction, std::size_t cols = 1);
