@@ -130,13 +130,46 @@ TEST_CASE("a multi-device map stands in a pipeline and a farm", "[balance][tsan]
 
   // Replicas running while a tuning execution is in flight are not fed to
   // the search: exhaustive at 25% over 3 devices tries exactly its 15 splits.
+  // Stream re-tuning is off: the host's share times are measured, and on a
+  // loaded machine they can vary past δ from unit to unit, which rightly
+  // starts a new sweep (16 more tuning executions); the farm's re-tuning is
+  // checked below on modeled times.
+  sinew::balance_policy sweep = sinew::balance::exhaustive(0.25);
+  sweep.retune = false;
   std::vector<std::vector<float>> same(300, std::vector<float>(4000, 0.5f)), out;
-  sinew::node ex = sinew::multi_device_map(host_and_sims(), sinew::balance::exhaustive(0.25), {.cache = &cache});
+  sinew::node ex = sinew::multi_device_map(host_and_sims(), sweep, {.cache = &cache});
   sinew::graph(sinew::farm(ex, 3)).run(same, out).get();
   auto st = sinew::device_stats(ex);
+  INFO(st.str());
   CHECK(st.units == 300);
   CHECK(st.tuned);
+  CHECK(st.retunes == 0);
   CHECK(st.tuning_executions == 15);
+
+  // A re-tuning in a farm sweeps once more, fed only by its own executions:
+  // every device simulated (modeled times, no noise), one slowed down
+  // between two runs of the same graph. Tuned (75, 25, 0); slowed, the
+  // imbalance grows from 50% to 1100% and the sweep finds (0, 75, 25).
+  auto real = sinew::host<poly>();
+  auto fast = sinew::simulate(real, {.name = "sim:a", .speed = 4e6});
+  dev_list sims = {fast, sinew::simulate(real, {.name = "sim:b", .speed = 2e6}),
+                   sinew::simulate(real, {.name = "sim:c", .speed = 1e6, .granularity = 8})};
+  sinew::node rt = sinew::multi_device_map(sims, sinew::balance::exhaustive(0.25), {.cache = &cache});
+  sinew::graph farm_of_sims(sinew::farm(rt, 3));
+  farm_of_sims.run(same, out).get();
+  auto before = sinew::device_stats(rt);
+  INFO(before.str());
+  CHECK(before.tuning_executions == 15);
+  CHECK(before.weights == std::vector<double>{75, 25, 0});
+  fast->set_speed(0.5e6);
+  farm_of_sims.run(same, out).get();
+  auto after = sinew::device_stats(rt);
+  INFO(after.str());
+  CHECK(after.units == 600);
+  CHECK(after.tuned);
+  CHECK(after.retunes == 1);
+  CHECK(after.tuning_executions == 15 + 1 + 15);  // the execution that showed it, then the sweep
+  CHECK(after.weights == std::vector<double>{0, 75, 25});
 }
 
 namespace {
@@ -315,9 +348,8 @@ TEST_CASE("multi-device map errors name the node and the device", "[balance]") {
 
 // ---------------------------------------------------------------------------
 // A host executor's share spreads over its scheduler's workers however few
-// its elements, when they are costly (16-core multidevice_series: host
-// shares of 70 and 1,720 coefficients ran at one core's rate, 63-73 us per
-// coefficient against 5.5 us for a 5,000-coefficient share).
+// its elements, when they are costly: a share of a few hundred Series
+// coefficients (tens of microseconds each) must not run at one core's rate.
 
 namespace {
 

@@ -1,5 +1,5 @@
 // multi_device_map: one unit split over several devices by a balancer
-// (seed 001 §3.3), one thread per non-host device (seed 000 paper 2).
+// [Vinas17, §3.3], one thread per non-host device [Xu15].
 #include <sinew/opencl/host_executor.hpp>
 #include <sinew/opencl/multi_device_map.hpp>
 #include <sinew/opencl/simulated_device.hpp>
@@ -129,6 +129,7 @@ class multi_device_exec final : public executable {
     const bool passenger = tuning && ps.busy;
     if (tuning && !passenger) ps.busy = true;
     std::vector<double> w = ps.tuner.weights();
+    const unsigned retunes_at_start = ps.tuner.retunes();
     lk.unlock();
 
     std::vector<device_share> shares = split_shares(rows, w, gran_);
@@ -147,9 +148,11 @@ class multi_device_exec final : public executable {
     lk.lock();
     if (tuning && !passenger) ps.busy = false;
     bool counted = false;
-    // A unit that started tuned reports only while the weights still are
-    // (another unit may have started a re-tuning meanwhile).
-    if (tuning ? !passenger : ps.tuner.tuned()) {
+    // A unit that started tuned reports only if it ran with the tuned
+    // weights of now: tuned, and no re-tuning began meanwhile (a tuned
+    // tuner's weights change only by re-tuning; the re-tuning may have
+    // ended already while this unit ran).
+    if (tuning ? !passenger : ps.tuner.tuned() && ps.tuner.retunes() == retunes_at_start) {
       const bool was_tuned = ps.tuner.tuned();
       ps.tuner.report(shares, t, unit_seconds);
       if (ps.tuner.tuned() && (!was_tuned || ps.tuner.retunes() != ps.retunes)) cache_store(size, ps.tuner.weights());

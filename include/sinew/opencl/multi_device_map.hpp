@@ -2,7 +2,7 @@
 /// \file multi_device_map.hpp
 /// `multi_device_map(devices, policy)`: a node that splits every unit along
 /// its outermost dimension over several `device_executor`s, in proportion to
-/// the weights a balancer finds (seed 001 §3.3, execution plans; formulas in
+/// the weights a balancer finds ([Vinas17, §3.3], execution plans; formulas in
 /// balancer.hpp and docs/balancing.md), runs the shares concurrently and
 /// feeds the measured times back to the balancer. It can stand wherever a
 /// leaf can: in a pipeline, a farm, a loop body.
@@ -10,8 +10,8 @@
 /// Where each device runs: a host executor on the graph's own scheduler runs
 /// on the calling worker (its chunks spread over the workers by
 /// `parallel_for`, like `map<F>`); every other device is driven by one thread
-/// of its own, shared by every node using that executor (seed 000 paper 2:
-/// "one thread and command queue per device"). An OpenCL device blocks its
+/// of its own, shared by every node using that executor ([Xu15]:
+/// one thread and command queue per device). An OpenCL device blocks its
 /// caller until the kernel ends, and a blocked scheduler worker would be a
 /// core lost to every other stage; a device thread sleeps instead. Executors
 /// on device threads get `exec_args::sched == nullptr` (they must not
@@ -21,13 +21,15 @@
 /// units, one at a time; units of the same node that arrive meanwhile (a
 /// farm of it, a deep queue) run with the current proposal and their times
 /// are not fed back, so they cannot disturb the search. Tuned units run
-/// concurrently. Weights are cached per (node path, unit size, device set)
-/// in a `balance_cache`.
+/// concurrently; one feeds the stream's re-tuning watch only if no
+/// re-tuning began while it ran (it ran with the weights being judged).
+/// Weights are cached per (node path, unit size, device set) in a
+/// `balance_cache`.
 ///
 /// \code
 /// struct Series { void operator()(sinew::index i, coeff* c) const; };
 /// auto cpu = sinew::host<Series>({}, {.min_task = 1});
-/// auto gpu = sinew::opencl_executor(...);           // when the OpenCL leaf lands
+/// auto gpu = sinew::opencl::kernel_executors(spec).at(0);   // the same leaf as a kernel
 /// sinew::node m = sinew::multi_device_map({cpu, gpu}, sinew::balance::iterative());
 /// sinew::graph g(m);
 /// g.run(src, snk).get();
