@@ -1,4 +1,4 @@
-// Balancers of a multi-device map (seed 001 §3.3.2) against simulated
+// Balancers of a multi-device map [Vinas17, §3.3.2] against simulated
 // devices of known speed: every time here is modeled, none measured.
 #include <sinew/opencl/balancer.hpp>
 #include <sinew/opencl/host_executor.hpp>
@@ -55,7 +55,7 @@ balance_tuner tune(const devices& d, std::size_t rows, const balance_policy& p, 
   return tu;
 }
 
-/// cpu and gpu models of seed 001's K20 experiment (gpu ~5x faster,
+/// cpu and gpu models of HPL's K20 experiment [Vinas17, §4.2.2] (gpu ~5x faster,
 /// larger launch overhead, work-groups of 16 rows).
 devices cpu_gpu(std::size_t rows, std::size_t cols, double nonzero = 1.0) {
   auto real = sinew::host<copy_leaf>();
@@ -127,7 +127,7 @@ TEST_CASE("split_shares rejects bad weights and granularities", "[balance]") {
   CHECK_THROWS_WITH(sinew::split_shares(10, {1, 1}, {1}), Catch::Contains("2 weights but 1 granularities"));
 }
 
-TEST_CASE("single-step and adaptive formulas of seed 001 Figs 7 and 8", "[balance]") {
+TEST_CASE("single-step and adaptive formulas of HPL Figs 7 and 8", "[balance]") {
   // u = max(t)/t = {4, 2, 1}, U = 7.
   auto w = balance::single_step_weights({1, 2, 4}, 0);
   CHECK(w[0] == Approx(400.0 / 7));
@@ -162,7 +162,7 @@ TEST_CASE("single-step and iterative are within 5 percent of the exhaustive 1 pe
   auto real = sinew::host<copy_leaf>();
   for (std::size_t rows : {512u, 4096u}) {
     // Time proportional to the rows (launch costs small beside the kernel),
-    // the case seed 001 found the single step optimal for.
+    // the case HPL found the single step optimal for [Vinas17, §4.2.2].
     auto cost = [](std::size_t) { return 4096.0; };
     devices d = {sinew::simulate(real, {.name = "sim:cpu", .speed = 1e9, .row_cost = cost, .launch_overhead = 2e-6}),
                  sinew::simulate(real, {.name = "sim:gpu", .speed = 5e9, .row_cost = cost, .launch_overhead = 1e-5,
@@ -209,7 +209,7 @@ TEST_CASE("relaxation keeps the iterative model from oscillating", "[balance]") 
   devices d = cpu_gpu(rows, 4096, 0.5);
   balance_policy loose = balance::iterative();
   loose.relax = false;
-  loose.bracket = false;  // the seed's step alone (the bracketed step also ends the oscillation)
+  loose.bracket = false;  // HPL's step alone (the bracketed step also ends the oscillation)
   loose.max_iterations = 12;
   balance_tuner tu(loose, 2);
   std::vector<double> w0;
@@ -306,7 +306,7 @@ TEST_CASE("a tuned stream re-tunes when a device changes speed", "[balance]") {
   CHECK(tu.last_imbalance() < 0.05);
   double best = makespan(d, rows, tune(d, rows, balance::exhaustive(0.01)).weights());
   CHECK(makespan(d, rows, tu.weights()) <= 1.05 * best);
-  CHECK(tu.weights()[0] > 50);  // was ~20% on the 5x faster gpu
+  CHECK(tu.weights()[0] > 50);  // ~20% while the gpu was 5x faster
 }
 
 TEST_CASE("balance_cache keys on path, unit size and device set", "[balance]") {
@@ -331,7 +331,7 @@ TEST_CASE("fixed-cost fit, balanced time and device sets of the iterative search
   CHECK(f.per_percent == Approx(0.1));
   CHECK(balance::fit_agrees(f, {{50, 6}, {10, 2}, {30, 4.2}}));
   CHECK(!balance::fit_agrees(f, {{50, 6}, {80, 30}}));
-  // One point, or the earlier one too close (within a quarter): the seed's t/v.
+  // One point, or the earlier one too close (within a quarter): HPL's t/v.
   CHECK(balance::fit_share_time({{50, 6}}).fixed == 0);
   CHECK(balance::fit_share_time({{50, 2}, {45, 6}}).per_percent == Approx(6.0 / 45));
   // Time growing faster than the share is no fixed cost: proportional through the last point.
@@ -375,10 +375,10 @@ TEST_CASE("fixed-cost fit, balanced time and device sets of the iterative search
 }
 
 // ---------------------------------------------------------------------------
-// The three misses of the 16-core run (bench/results/2026-11-23-16core-opencl,
-// docs/balancing.md "Fixed costs and dropped devices"), as simulated devices
-// shaped after the measured share times. Each failed with the seed's model
-// alone (t'_i = t_i/v_i·100/N, no device ever at 0%).
+// Simulated devices shaped after share times measured with the host and an
+// H100 on 16 cores, where a device's time has a large fixed part
+// (docs/balancing.md, "Fixed costs and dropped devices"): HPL's proportional
+// model alone (t'_i = t_i/v_i·100/N, no device ever at 0%) misses the optimum.
 
 namespace {
 

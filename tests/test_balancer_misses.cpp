@@ -1,10 +1,10 @@
-// The misses of the 16-core run of 2026-11-24 (/tmp/ocl-keep/2026-11-24-16core-opencl,
-// docs/balancing.md "Verified device sets"): the iterative search against
-// devices modeled on the share times it fitted there (t = a + b·v, ms and
-// percent), with what the fits cannot see — the cost a second device adds to
-// the unit beyond the slowest share (dispatch, joining), the host slowing
-// while a GPU's transfers run — and with noise (seeded: every run is the
-// same). Every time here is modeled, none measured.
+// The iterative search against devices modeled on share times measured on
+// the 16-core host with an H100 (t = a + b·v, ms and percent; docs/balancing.md
+// "Verified device sets", "Bracketing", "Envelope"), with what its fits
+// cannot see -- the cost a second device adds to the unit beyond the slowest
+// share (dispatch, joining), the host slowing while a GPU's transfers run --
+// and with noise (seeded: every run is the same). Every time here is
+// modeled, none measured.
 #include <sinew/opencl/balancer.hpp>
 #include <sinew/opencl/host_executor.hpp>
 #include <sinew/opencl/multi_device_map.hpp>
@@ -126,14 +126,13 @@ double fine_optimum(testbed tb) {
 
 TEST_CASE("iterative keeps the host alone when the fits predict a GPU share gains 2 percent (saxpy, 16 cores)",
           "[balance]") {
-  // The fit there: host 1.028 ms + 0.0255 ms/%, GPU 1.762 ms + 0.5612 ms/%,
-  // from executions that ran both. Balanced over both they predict 3.50 ms
-  // (GPU 3.1%) against the host alone's 3.58 ms: 2.2%, just above min_gain.
-  // But the host's fit includes the GPU's transfers competing for memory
-  // bandwidth (alone it took ~3.6 ms at 100%, 3.70 ms at 96.6% beside the
-  // GPU), and a second device adds to the unit (wall 4.54 ms, shares
-  // 3.70/3.97 ms). The 1% optimum was the host alone (3.70 ms); the search
-  // ended on 96.6% / 3.4% (4.54 ms): RATIO 0.816.
+  // Fits from executions that ran both devices: host 1.028 ms + 0.0255 ms/%,
+  // GPU 1.762 ms + 0.5612 ms/%. Balanced over both they predict 3.50 ms (GPU
+  // 3.1%) against 3.58 ms for the host alone: 2.2%, just above min_gain. But
+  // the host's fit includes the GPU's transfers competing for memory
+  // bandwidth (the host is 6% faster alone), and a second device adds to the
+  // unit beyond its slowest share, so the optimum is the host alone: only
+  // measuring the smaller set (verify_gain) finds it.
   for (unsigned seed = 1; seed <= 20; ++seed) {
     testbed tb = seeded(seed, {{1.028e-3, 0.0255e-3, 1.0}, {1.762e-3, 0.5612e-3}}, 0.25e-3, 0.03);
     tb.d[0].a /= 1.06, tb.d[0].b /= 1.06, tb.d[0].shared = 1.06;  // alone 6% faster
@@ -150,11 +149,10 @@ TEST_CASE("iterative keeps the host alone when the fits predict a GPU share gain
 
 TEST_CASE("iterative gives the host 0 percent on the unbalanced kernel at 100 percent despite GPU spikes (16 cores)",
           "[balance]") {
-  // 16-core nz 100%: host 0.141 ms + 0.9038 ms/% (the search's fit), the
-  // GPU ~1.0 ms + 0.0034 ms/% (1.34 ms alone) with spikes (its alone runs
-  // reached 6.2 ms). The search kept 3.5% on the host (3.4 ms per unit) —
-  // one slow GPU-alone sample undid the drop and forced the host into every
-  // later set — while the optimum is the GPU alone (1.49 ms): RATIO 0.400.
+  // Host 0.141 ms + 0.9038 ms/%, the GPU ~1.0 ms + 0.0034 ms/% with spikes
+  // (x4, one execution in five): the optimum is the GPU alone. One slow
+  // GPU-alone sample must not undo the host's drop (a drop is undone only
+  // past δ) and force the host into every later set.
   unsigned bad = 0;
   for (unsigned seed = 1; seed <= 40; ++seed) {
     testbed tb = seeded(seed, {{0.141e-3, 0.9038e-3}, {1.0e-3, 0.0034e-3, 1.0, 0.2, 4.0}}, 0.05e-3, 0.05);
@@ -171,8 +169,8 @@ TEST_CASE("iterative gives the host 0 percent on the unbalanced kernel at 100 pe
 
 TEST_CASE("iterative leaves a fixed-cost GPU idle on the unbalanced kernel at 0 percent, and idle costs nothing",
           "[balance]") {
-  // 16-core nz 0%: host 0.195 ms + 0.0009 ms/%, GPU 0.359 ms + 0.011 ms/%:
-  // the GPU's fixed cost alone exceeds the host's whole unit (0.285 ms).
+  // Host 0.195 ms + 0.0009 ms/%, GPU 0.359 ms + 0.011 ms/%: the GPU's fixed
+  // cost alone exceeds the host's whole unit (0.285 ms).
   for (unsigned seed = 1; seed <= 20; ++seed) {
     testbed tb = seeded(seed, {{0.195e-3, 0.0009e-3}, {0.359e-3, 0.011e-3}}, 0.03e-3, 0.05);
     auto it = tb.tune(bench_iterative());
@@ -209,20 +207,18 @@ TEST_CASE("iterative leaves a fixed-cost GPU idle on the unbalanced kernel at 0 
 }
 
 TEST_CASE("iterative finds the kink of the unbalanced kernel at 25 percent, through noise", "[balance]") {
-  // 16-core nz 25% (2026-11-24, bench/results/2026-11-24-16core-opencl-interleaved):
-  // the host's top rows are zeros (0.09 ms + 0.0006 ms/%) up to 75%, then
+  // The host's top rows are zeros (0.09 ms + 0.0006 ms/%) up to 75%, then
   // every percent of non-zero rows costs it ~1 ms; the GPU (bottom rows)
-  // 0.36 ms + 0.0076 ms/%. The optimum sits just past the kink (host
-  // 75.4%); the seed's proportional step overshoots across it back and
-  // forth, and the run kept host 68.4% (GPU share 0.665 ms vs 0.550).
-  // Sub-millisecond shares on that VM are noisy: times x U(1, 1.2), and one
-  // in ten takes twice as long.
+  // 0.36 ms + 0.0076 ms/%. The optimum sits just past the kink (host 75.4%),
+  // where HPL's proportional step overshoots back and forth and the fitted
+  // lines do not hold: the bracketed step must find it. Sub-millisecond
+  // shares are noisy: times x U(1, 1.2), and one in ten takes twice as long.
   auto kinked = [](std::size_t i, double v) {
     return i == 0 ? 0.09e-3 + 0.0006e-3 * v + 1.0e-3 * std::max(0.0, v - 75) : 0.36e-3 + 0.0076e-3 * v;
   };
   auto bed = [&](unsigned seed) { return modeled(seed, kinked, 0.1, 0.2); };
   const double best = fine_optimum(bed(1));
-  int seed_step_misses = 0;
+  int hpl_step_misses = 0;
   for (unsigned seed = 1; seed <= 40; ++seed) {
     testbed tb = bed(seed);
     auto it = tb.tune(bench_iterative());
@@ -230,23 +226,22 @@ TEST_CASE("iterative finds the kink of the unbalanced kernel at 25 percent, thro
                  << it.weights()[0] << ", " << it.tuning_executions() << " executions");
     CHECK(best / tb.unit(it.weights()) >= 0.95);
     CHECK(it.tuning_executions() <= 22);
-    // Without the bracketed step: seed 001's step and relaxation alone.
-    balance_policy seed_only = bench_iterative();
-    seed_only.bracket = false;
+    // Without the bracketed step: HPL's step and relaxation alone.
+    balance_policy hpl_only = bench_iterative();
+    hpl_only.bracket = false;
     testbed tb2 = bed(seed);
-    seed_step_misses += best / tb2.unit(tb2.tune(seed_only).weights()) < 0.95;
+    hpl_step_misses += best / tb2.unit(tb2.tune(hpl_only).weights()) < 0.95;
   }
-  CHECK(seed_step_misses > 0);  // the case tells the two apart (2 of 40 seeds)
+  CHECK(hpl_step_misses > 0);  // the case tells the two apart
 }
 
 TEST_CASE("iterative measures the host alone when the GPU keeps a small share (saxpy, 16 cores, verify_share)",
           "[balance]") {
-  // 16-core saxpy (bench/results/2026-11-24-16core-opencl-shuffled, a loaded VM):
-  // fitted while both ran, host 0.0815 ms/%, GPU 2.173 ms + 0.5769 ms/%;
+  // Fitted while both ran: host 0.0815 ms/%, GPU 2.173 ms + 0.5769 ms/%;
   // balanced they predict ~7.4 ms at GPU ~9%, and the host alone 8.15 ms,
-  // 10% slower: outside verify_gain. But the host alone ran at ~6.7 ms
-  // (0.067 ms/%): the GPU's transfers slowed it by a fifth. The search kept
-  // GPU 7.4% (9.4 ms a unit); the set without the GPU was never measured.
+  // 10% slower: outside verify_gain. But the host alone runs at 0.067 ms/%
+  // (the GPU's transfers slow it by a fifth), which only measuring the set
+  // without the GPU shows: verify_share makes the search do so.
   auto bed = [](unsigned seed) {
     testbed tb = seeded(seed, {{0.0, 0.067e-3, 1.216}, {2.173e-3, 0.5769e-3}}, 0.25e-3, 0.05);
     return tb;
@@ -261,7 +256,7 @@ TEST_CASE("iterative measures the host alone when the GPU keeps a small share (s
     CHECK(it.weights() == std::vector<double>{100, 0});
     CHECK(it.tuning_executions() <= 24);
   }
-  // The share threshold at 5% (verify_gain's, before verify_share) keeps the GPU.
+  // With the share threshold at verify_gain's 5%, some searches keep the GPU.
   balance_policy narrow = bench_iterative();
   narrow.verify_share = 0.05;
   int kept_gpu = 0;
@@ -273,17 +268,14 @@ TEST_CASE("iterative measures the host alone when the GPU keeps a small share (s
 }
 
 TEST_CASE("iterative stays below the host's jump on the unbalanced kernel at 75 percent, through noise", "[balance]") {
-  // 16-core nz 75% (bench/results/2026-11-24-16core-unbalanced-reruns, the
-  // search's paths): the host's top 25% of rows are zeros (~0.1 ms); its
-  // first non-zero rows cost a step of ~1.3 ms, then ~1 ms per percent
-  // (25.3%: 1.6 ms, 26.3%: 2.3-3.2 ms, 29.4%: 5-7 ms); the GPU ~0.12 ms +
+  // The host's top 25% of rows are zeros (~0.1 ms); its first non-zero rows
+  // cost a step of ~1.3 ms, then ~1 ms per percent; the GPU ~0.12 ms +
   // 0.0121 ms/% with spikes. The optimum keeps the host just below the step
-  // (GPU-bound, ~1.03 ms); one past it costs half the speed. A run ended at
-  // host 26.8% (2.27 ms per unit, RATIO 0.470). Judging the bracket on raw
-  // times, 14 of these 200 seeds missed: a GPU that spiked in both repeats
-  // just past the step made it look like f < 0 there (the search then ended
-  // past it), or picked the end below it as the slower one; and at the
-  // iteration limit the fastest unit seen was a lucky one at host ~20%.
+  // (GPU-bound); one row past it costs half the speed. A GPU that spiked in
+  // both repeats just past the step makes f < 0 look true there on raw
+  // times, and the fastest unit seen at the iteration limit may be a lucky
+  // one: the envelope (a device's time at a share is at most its least at
+  // a larger one) and ending on the bracket's faster end guard both.
   auto stepped = [](std::size_t i, double v) {
     return i == 0 ? 0.09e-3 + 0.0006e-3 * v + (v > 25 ? 1.3e-3 + 1.0e-3 * (v - 25) : 0.0) : 0.122e-3 + 0.0121e-3 * v;
   };
@@ -302,14 +294,12 @@ TEST_CASE("iterative stays below the host's jump on the unbalanced kernel at 75 
 
 TEST_CASE("iterative keeps the GPU alone on series when one lucky GPU time favoured both devices (16 cores)",
           "[balance]") {
-  // 16-core series (bench/results/2026-11-24-16core-opencl-envelope, run 2):
-  // the GPU runs 10,000 coefficients in one wave, ~4.7 ms whatever its
-  // share (fitted 4.723 ms + 0.0005 ms/%), the host 0.955 ms + 0.458 ms/%.
-  // The GPU is bimodal: most units 5.5 ms, some 2.9-4.0 ms. One fast GPU
-  // time at host 8.1% made both devices look 16% faster than the GPU alone
-  // (probed at 5.49 ms); the search kept host 8.2% -- in the steady state no
-  // faster than the GPU alone (5.731 vs 5.717 ms, RATIO 0.997). Modeled:
-  // one GPU time in seven at 0.6x.
+  // Series: the GPU runs 10,000 coefficients in one wave, ~4.7 ms whatever
+  // its share (4.723 ms + 0.0005 ms/%), the host 0.955 ms + 0.458 ms/%. The
+  // GPU is bimodal (modeled: one time in seven at 0.6x): one fast GPU time
+  // at a small host share makes both devices look faster than the GPU
+  // alone, though in the steady state they are not. The search's own
+  // distribution is measured again beside the probe of the GPU alone.
   auto bed = [](unsigned seed) {
     testbed tb = seeded(seed, {{0.955e-3, 0.458e-3}, {4.723e-3, 0.0005e-3, 1.0, 0.15, 0.6}}, 0.0, 0.03);
     return tb;
@@ -323,8 +313,7 @@ TEST_CASE("iterative keeps the GPU alone on series when one lucky GPU time favou
     CHECK(it.tuning_executions() <= 24);
     kept_host += it.weights()[0] > 0;
   }
-  // Without measuring the search's own distribution again beside the probe,
-  // 5 of these 100 seeds kept the host; with it 2 (whose recheck was lucky
-  // too: a unit of either set is 4.8 ms in the GPU's usual mode).
+  // A recheck can be lucky too (a unit of either set is 4.8 ms in the GPU's
+  // usual mode): a few seeds may keep the host.
   CHECK(kept_host <= 2);
 }
