@@ -115,12 +115,12 @@ case "$mode" in
     # peak_flops before nbody: its notes compare with the measured peak.
     # farm_grain's full sweep did not end in 50 s (16 runs of 3 grains x 2
     # runtimes x 5 core counts), so --quick; queue_handoff full size (10^7
-    # items). Timeouts add up to 530 s.
+    # items). Timeouts add up to 570 s.
     one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
     one e2e-image_pipeline 110 ./sinew-bench image_pipeline
     one e2e-farm_grain 90 ./sinew-bench farm_grain --quick
     one e2e-queue 120 ./sinew-bench queue_handoff
-    [ -x ./sinew-bench-starpu ] && one e2e-starpu 80 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
+    [ -x ./sinew-bench-starpu ] && one e2e-starpu 120 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
     machine
     one multidevice_unbalanced 200 ./sinew-bench multidevice_unbalanced
@@ -140,10 +140,12 @@ case "$mode" in
       mkdir -p "$d/fuzz-$short"
       scratch=$(mktemp -d)
       args="-max_total_time=$secs -max_len=65536 -timeout=20 -print_final_stats=1"
+      cmd="bash $carry/run.sh $mode: $h <scratch dir> tests/fuzz/corpus/$short $args"
+      log_header "$d/fuzz-$short.log" "$cmd"
       # shellcheck disable=SC2086
       "$h" "$scratch" "$root/tests/fuzz/corpus/$short" $args -artifact_prefix="$d/fuzz-$short/" \
-        > "$d/fuzz-$short.log" 2>&1 &
-      record "$d" "bash $carry/run.sh $mode: $h <scratch dir> tests/fuzz/corpus/$short $args" "fuzz-$short.log"
+        >> "$d/fuzz-$short.log" 2>&1 &
+      record "$d" "$cmd" "fuzz-$short.log"
     done
     wait
     rmdir "$d"/fuzz-*/ 2>/dev/null ;;  # no crash: no folder

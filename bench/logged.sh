@@ -30,12 +30,7 @@ for a in "$@"; do  # as a shell would read it back: quoted where needed
   [[ $a =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]] || a="'${a//\'/\'\\\'\'}'"
   cmd+="${cmd:+ }$a"
 done
-{
-  echo "# command: $cmd${LOGGED_BY:+ (run by: $LOGGED_BY)}"
-  echo "# date: $(date -u +%FT%TZ)"
-  echo "# build_commit: $BUILD_COMMIT (build directory $build)"
-  echo "# machine: $(nproc) cores, $(uname -sr)"
-} > "$log"
+log_header "$log" "$cmd (build directory $build${LOGGED_BY:+; run by: $LOGGED_BY})"
 if [[ -n $quiet ]]; then
   "$@" >> "$log" 2>&1
   rc=$?

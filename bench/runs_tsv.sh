@@ -12,6 +12,17 @@ build_commit_of() {
   sed -n 's/.*"\(.*\)".*/\1/p' "$1/generated/sinew_build_commit.h" 2>/dev/null
 }
 
+# log_header LOG COMMAND: starts LOG (a long check's output kept as evidence)
+# with the command, the UTC date, $BUILD_COMMIT and the machine.
+log_header() {
+  {
+    echo "# command: $2"
+    echo "# date: $(date -u +%FT%TZ)"
+    echo "# build_commit: ${BUILD_COMMIT:-unknown}"
+    echo "# machine: $(nproc) cores, $(uname -sr)"
+  } > "$1"
+}
+
 # record DIR COMMAND FILE...: COMMAND just wrote the FILEs (names in DIR); their
 # lines replace those of the previous run. FILEs that do not exist are skipped.
 record() {
