@@ -6,18 +6,17 @@
 //   deal_stealing.cpp   Algorithm 2: where an idle worker takes a task from;
 //   deal_workers.cpp    the workers' loop, back-off, sleep and wake-ups.
 // The policy and its paper are in include/sinew/schedulers/deal_scheduler.hpp.
+#include <algorithm>
 #include <atomic>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include <sinew/detail/chase_lev_deque.hpp>
-#include <sinew/detail/fence.hpp>
-#include <sinew/detail/futex.hpp>
 #include <sinew/schedulers/deal_scheduler.hpp>
 
 #include "workers/loop_ctx.hpp"

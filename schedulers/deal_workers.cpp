@@ -7,6 +7,8 @@
 #include <thread>
 
 #include <sinew/detail/clock.hpp>
+#include <sinew/detail/fence.hpp>
+#include <sinew/detail/futex.hpp>
 
 #include "deal_impl.hpp"
 #include "workers/map_dispatch.hpp"
