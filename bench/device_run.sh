@@ -23,19 +23,19 @@ if [ "${1:-}" = prepare ]; then
       cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
     done
   fi
-  cp -L $B/libsinew.so.0 dev-carry/
+  cp -L $B/libsinew_*.so.0 dev-carry/   # the components: core, opencl, json, mpi
   for l in libtbb.so.12 libtbbmalloc.so.2 libtbbbind_2_5.so.3 libhwloc.so.15 libgomp.so.1 libnuma.so.1; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
   done
-  # Open MPI, when libsinew was built with it (SINEW_MPI): the device has none.
+  # Open MPI, when sinew::mpi was built (SINEW_MPI): the device has none.
   for l in libmpi_cxx.so.40 libmpi.so.40 libopen-pal.so.40 libopen-rte.so.40 libevent_core-2.1.so.7 \
            libevent_pthreads-2.1.so.7; do
-    p=$(ldd $B/libsinew.so.0 | awk -v l=$l '$1 == l { print $3 }')
+    p=$(ldd $B/tools/sinew | awk -v l=$l '$1 == l { print $3 }')
     [ -n "$p" ] && cp -L "$p" dev-carry/
   done
   if [ -d build-fuzz/fuzz ]; then
     cp build-fuzz/fuzz/fuzz_* dev-carry/fuzz/
-    cp -L build-fuzz/libsinew.so.0 dev-carry/fuzz/
+    cp -L build-fuzz/libsinew_*.so.0 dev-carry/fuzz/
     strip --strip-debug dev-carry/fuzz/*
     # the fuzz build's commit (cmake/build_commit.cmake), for fuzz-*.log's line in runs.tsv
     sed -n 's/.*"\(.*\)".*/\1/p' build-fuzz/generated/sinew_build_commit.h > dev-carry/fuzz/build_commit 2>/dev/null
