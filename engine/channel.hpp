@@ -49,14 +49,12 @@ class channel {
   }
 
  public:
-  /// In the order of the queue alternatives below.
+  /// In the order of `queue`'s alternatives.
   enum class kind { spsc, mpmc, reorder };
   /// `cap_max` > `cap`: the capacity was not given, and may grow to
   /// `cap_max` once units are known to be small (run_state::grow_capacities).
   /// `ticket_depth`: reorder only, the ticket slot that orders units.
   channel(kind k, std::size_t cap, int ticket_depth, std::size_t cap_max = 0);
-
-  kind which() const noexcept { return kind(q_.index()); }
 
   // Producer side.
   bool try_reserve() noexcept {
