@@ -19,6 +19,11 @@ commits (the folder's runs.tsv, else the JSON's build_commit). A machine
 whose files lack a benchmark gets a row saying which command produces it,
 or the text given with --missing LABEL BENCHMARK TEXT (e.g. why a run that
 was made has no result). Without --doc the tables are printed.
+
+The ratio tables count only target RATIO lines: an informational one
+(`"informational": true`, bench/README.md "Output"; in files of builds
+before that field, a line the benchmarks' present rules would mark, see
+legacy_informational) is listed apart with its reason, never as met.
 """
 import argparse
 import glob
