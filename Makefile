@@ -17,6 +17,10 @@ ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF
 # Expanded when a recipe runs, after `deps` may have installed ccache.
 LAUNCHER     = $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Paths relative to the checkout, so that another clone of the same sources
+# (a CI run) finds the objects in the cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 # The long checks (stress, soak, asan, tsan-full, fuzz) keep their logs here,
 # each starting with its command, date and build commit (bench/logged.sh),

@@ -289,7 +289,7 @@ void run(sb::context& ctx) {
     }
   }
   for (auto& kc : cases) measure_case(ctx, kc);
-  ctx.note("chosen = the order seed 002's rule picks from the declared strides; measured = the order timed on the "
+  ctx.note("chosen = the order Kim15's rule picks from the declared strides; measured = the order timed on the "
            "first work-groups (24 or more, medians; calibration runs in the warm-up), kept only if it beats the declared "
            "one by more than noise; variants run interleaved, ratios are medians of paired rounds; PoCL runs on its own "
            "threads (POCL_MAX_PTHREAD_COUNT limits them)");

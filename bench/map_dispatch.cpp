@@ -3,7 +3,7 @@
 // kernels of 1 ... 10^5 work-groups of one work-item each) for Sinew's
 // parallel_for: an empty leaf, chunk counts 1, 10, 100, 1000, 10^4, 10^5
 // (grain 1), called from the main thread, under each policy (tbb, steal,
-// deal; steal and deal use the push dispatch of worker_common.hpp) and
+// deal; steal and deal use the push dispatch of schedulers/workers/map_dispatch.hpp) and
 // oneTBB's parallel_for with a simple_partitioner (one task per chunk) as
 // the peer. Metric: microseconds per parallel_for call.
 #include <algorithm>
@@ -132,7 +132,7 @@ void run(sb::context& ctx) {
 }
 
 const sb::registrar reg("map_dispatch",
-                        "seed 004's sched_overhead sweep: parallel_for of 1..10^5 empty chunks from the main thread, "
+                        "Zhang18's sched_overhead sweep: parallel_for of 1..10^5 empty chunks from the main thread, "
                         "us per call, Sinew's tbb/steal/deal vs tbb::parallel_for",
                         run);
 

@@ -80,7 +80,7 @@ void run(sb::context& ctx) {
 }
 
 const sb::registrar reg("mir_suite",
-                        "seed 000's Map, Jacobi, Matmul, SparseLU, Reduction as tasks with locality hints: "
+                        "Muddukrishna15's Map, Jacobi, Matmul, SparseLU, Reduction as tasks with locality hints: "
                         "policy (steal/deal/tbb) x placement (fine/coarse/standard/auto), normalised to steal+fine",
                         run);
 

@@ -465,7 +465,7 @@ const sb::registrar reg_saxpy("multidevice_saxpy",
                               "balancer, the exhaustive 1% optimum",
                               run_saxpy);
 const sb::registrar reg_unbalanced("multidevice_unbalanced",
-                                   "seed 001's unbalanced kernel (non-zero fraction 0/25/50/75/100%, zeros on top) "
+                                   "Vinas17's unbalanced kernel (non-zero fraction 0/25/50/75/100%, zeros on top) "
                                    "split over several devices under every balancer vs the exhaustive 1% optimum",
                                    run_unbalanced);
 

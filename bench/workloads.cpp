@@ -444,7 +444,7 @@ void run(sb::context& ctx) {
 }
 
 const sb::registrar reg("workloads",
-                        "seed 003 workloads (saxpy 50M, series, segmentation 100^3..400^3, solarize 1024^2..8192^2): "
+                        "Marques14 workloads (saxpy 50M, series, segmentation 100^3..400^3, solarize 1024^2..8192^2): "
                         "Sinew map vs tbb::parallel_for and OpenMP; Sinew OpenCL leaf vs direct OpenCL on PoCL",
                         run);
 

@@ -2,6 +2,7 @@
 // workloads as kernels, compared with the C++ leaves (on PoCL here).
 #include <catch2/catch.hpp>
 
+#include <sinew/io/type_names.hpp>
 #include <sinew/opencl/coherence.hpp>
 #include <sinew/opencl/kernel.hpp>
 #include <sinew/opencl/platform.hpp>

@@ -1,6 +1,7 @@
 // The sink types of graph files (docs/json.md, "Sinks"), one registration
 // each: its fields, their checks against what the graph writes, and the sink
 // it makes.
+#include <sinew/io/type_names.hpp>
 #include <sinew/engine/elem_type.hpp>
 #include <sinew/io.hpp>
 

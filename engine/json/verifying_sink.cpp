@@ -3,6 +3,7 @@
 // (a second, identical source) and runs `reference_root()` inline, one unit at
 // a time, on the sink's thread; units that arrive early (unordered farms) wait
 // in a map keyed by sequence number until their turn.
+#include <sinew/io/type_names.hpp>
 #include <sinew/json/graph_file.hpp>
 
 #include <atomic>

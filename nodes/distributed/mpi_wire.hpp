@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <sinew/io/type_names.hpp>
 #include <sinew/engine/buffer_pool.hpp>
 #include <sinew/engine/node.hpp>
 

@@ -1,6 +1,7 @@
 // Fuzz target: the binary record reader (files and descriptors). The first
 // two bytes choose the layout (element types and record size), the rest is
 // the stream. A truncated or odd-sized stream must end in sinew::error.
+#include <sinew/io/type_names.hpp>
 #include <sinew/io/records.hpp>
 
 #include "fuzz_common.hpp"

@@ -42,7 +42,7 @@ opencl=(nodes/opencl/*.cpp nodes/opencl/*.hpp include/sinew/opencl/*.hpp)
 check 'engine/|schedulers/|detail/' "${core_engine[@]}" "${core_sched[@]}"
 check 'engine/|schedulers/|skeletons/|detail/' "${skeletons[@]}"
 check 'engine/|schedulers/|io/|workloads/|detail/' "${io[@]}"
-check 'engine/|schedulers/|skeletons/|distributed/|detail/' "${distributed[@]}"
+check 'engine/|schedulers/|skeletons/|distributed/|io/|detail/' "${distributed[@]}"
 check 'engine/|schedulers/|skeletons/|opencl/|detail/' "${opencl[@]}"
 
 core=("${core_engine[@]}" "${core_sched[@]}" "${skeletons[@]}" "${io[@]}" nodes/distributed/distributed.cpp

@@ -33,19 +33,5 @@ const elem_type& elem_type_of() {
   return t;
 }
 
-/// The descriptor named `name` for run-time built leaves (JSON graphs, OpenCL
-/// kernels): scalars "f32" "f64" "i8" "u8" "i16" "u16" "i32" "u32" "i64"
-/// "u64", and the workload element types "rgba8", "body", "vel" (float4-like
-/// n-body records) and "coeff" (two doubles, Series). Returns the same
-/// object as `elem_type_of<T>()`, so run-time and C++ leaves match; null for
-/// an unknown name.
-///
-/// \code
-/// const sinew::elem_type* t = sinew::elem_type_by_name("f32");
-/// assert(t == &sinew::elem_type_of<float>());
-/// \endcode
-const elem_type* elem_type_by_name(std::string_view name);
-/// The names `elem_type_by_name` accepts, for error messages ("f32, f64, ...").
-const std::vector<std::string_view>& elem_type_names();
 
 }  // namespace sinew
