@@ -1,6 +1,8 @@
 // sinew-bench: machine description and the JSON report.
 #include "bench_report.hpp"
 
+#include "source_tree.hpp"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -107,7 +109,7 @@ std::string flags_from_macros() {
 std::string flags_from_compile_commands(const std::string& build_dir) {
   std::string db = read_file(build_dir + "/compile_commands.json");
   if (db.empty()) return {};
-  std::string key = "\"file\": \"" + std::string(__FILE__) + "\"";
+  std::string key = "\"file\": \"" + sinew_support::source_path("bench/bench_report.cpp") + "\"";
   auto at = db.find(key);
   if (at == std::string::npos) return {};
   auto c = db.rfind("\"command\": \"", at);
@@ -207,7 +209,7 @@ machine_info describe_machine() {
 #if defined(_OPENMP)
   m.openmp = std::to_string(_OPENMP);
 #endif
-  std::string src = dir_of(dir_of(__FILE__));  // <repo>/bench/bench_report.cpp -> <repo>
+  const std::string src = sinew_support::source_dir();
   m.git_commit = run_command("git -C '" + src + "' rev-parse --short HEAD 2>/dev/null");
   if (!m.git_commit.empty() &&
       !run_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty())

@@ -35,7 +35,7 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
-#include "kernel_path.hpp"
+#include "source_tree.hpp"
 #include "unbalanced.hpp"
 
 namespace {
@@ -47,7 +47,7 @@ namespace cl = sinew::opencl;
 
 cl::kernel_spec spec(const std::string& device, const char* file, const char* kernel, std::vector<cl::arg::spec> args) {
   cl::kernel_spec s;
-  s.file = sb::kernel_file(file);
+  s.file = sinew_support::kernel_file(file);
   s.kernel = kernel;
   s.args = std::move(args);
   s.devices = device;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "group_examples.hpp"
-#include <sinew/detail/group_opencl.hpp>
+#include "group_opencl.hpp"
 #include <sinew/skeletons/group_kernel.hpp>
 #include <sinew/sinew.hpp>
 
@@ -186,9 +186,9 @@ void run(sb::context& ctx) {
   ctx.param("row_sum", std::to_string(rs_rows) + " x " + std::to_string(rs_cols) + ", local " + std::to_string(rs_l));
 
   std::string why;
-  std::optional<sinew::detail::group_cl> cl;
+  std::optional<sinew_support::group_cl> cl;
   try {
-    cl = sinew::detail::group_cl::open(sinew::detail::group_cl::kernel_dir(__FILE__), why);
+    cl = sinew_support::group_cl::open(sinew_support::kernel_dir(), why);
   } catch (const std::exception& e) {
     why = e.what();
   }
@@ -265,12 +265,12 @@ void run(sb::context& ctx) {
   std::vector<std::uint32_t> hist_cl(hist_ref.size());
   if (cl) {
     try {
-      auto l_mm = std::make_shared<sinew::detail::group_cl::launch>(cl->tiled_mm(a.data(), b.data(), c_cl.data(), mm_n, tile));
-      auto l_red = std::make_shared<sinew::detail::group_cl::launch>(
+      auto l_mm = std::make_shared<sinew_support::group_cl::launch>(cl->tiled_mm(a.data(), b.data(), c_cl.data(), mm_n, tile));
+      auto l_red = std::make_shared<sinew_support::group_cl::launch>(
           cl->tree_reduce(rx.data(), partial_cl.data(), red_n, red_l, red_per));
-      auto l_hist = std::make_shared<sinew::detail::group_cl::launch>(
+      auto l_hist = std::make_shared<sinew_support::group_cl::launch>(
           cl->histogram(hx.data(), hist_cl.data(), red_n, red_l, red_per, bins));
-      auto l_st = std::make_shared<sinew::detail::group_cl::launch>(
+      auto l_st = std::make_shared<sinew_support::group_cl::launch>(
           cl->stencil_tile(src.data(), dst_cl.data(), st_n, st_n, st_ly, st_lx));
       cases[0].run_cl = [l_mm] { l_mm->run(); };
       cases[0].check_cl = [&] { return compare(c_cl, mm_ref, "tiled_mm on PoCL"); };

@@ -43,7 +43,7 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
-#include "kernel_path.hpp"
+#include "source_tree.hpp"
 #include "unbalanced.hpp"
 
 namespace {
@@ -57,7 +57,7 @@ namespace cl = sinew::opencl;
 
 cl::kernel_spec kernel(const char* file, const char* name, std::vector<cl::arg::spec> args) {
   cl::kernel_spec k;
-  k.file = sb::kernel_file(file);
+  k.file = sinew_support::kernel_file(file);
   k.kernel = name;
   k.args = std::move(args);
   return k;

@@ -19,7 +19,7 @@
 #include <sinew/workloads.hpp>
 
 #include "bench.hpp"
-#include "kernel_path.hpp"
+#include "source_tree.hpp"
 
 namespace {
 
@@ -36,7 +36,7 @@ std::string pick_device() {
 cl::kernel_spec image_kernel(const char* file, const char* kernel, std::vector<cl::arg::spec> scalars,
                              const std::string& dev) {
   cl::kernel_spec s;
-  s.file = sb::kernel_file(file);
+  s.file = sinew_support::kernel_file(file);
   s.kernel = kernel;
   s.args = {cl::arg::input<wl::rgba8>(), cl::arg::output<wl::rgba8>()};
   for (auto& x : scalars) s.args.push_back(x);
@@ -69,7 +69,7 @@ void run(sb::context& ctx) {
   auto reset = [&] { std::fill(z.begin(), z.end(), -1.0f); };
   auto saxpy_kernel = [&](cl::memory_mode m, unsigned chunks) {
     cl::kernel_spec s;
-    s.file = sb::kernel_file("saxpy.cl");
+    s.file = sinew_support::kernel_file("saxpy.cl");
     s.kernel = "saxpy";
     s.args = {cl::arg::input<float>(), cl::arg::input<float>(), cl::arg::output<float>(), cl::arg::scalar(2.0f),
               cl::arg::count()};

@@ -34,7 +34,7 @@
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
-#include <sinew/detail/group_opencl.hpp>  // CL/opencl.hpp as the library configures it; kernel_dir
+#include "group_opencl.hpp"  // CL/opencl.hpp as the library configures it
 #include <sinew/opencl/kernel.hpp>
 #include <sinew/sinew.hpp>
 #include <sinew/workloads.hpp>
@@ -80,7 +80,7 @@ struct direct_cl {
         d.device = devs[0];
         d.context = cl::Context(d.device);
         d.queue = cl::CommandQueue(d.context, d.device);
-        d.dir = sinew::detail::group_cl::kernel_dir(__FILE__);
+        d.dir = sinew_support::kernel_dir();
         return d;
       }
       why = "no OpenCL CPU device";

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "group_examples.hpp"
-#include <sinew/detail/group_opencl.hpp>
+#include "group_opencl.hpp"
 #include <sinew/sinew.hpp>
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 using namespace sinew;
 using namespace sinew::group_examples;
-using sinew::detail::group_cl;
+using sinew_support::group_cl;
 
 namespace {
 
@@ -23,7 +23,7 @@ std::optional<group_cl>& device() {
   static bool tried = false;
   if (!tried) {
     tried = true;
-    cl = group_cl::open(group_cl::kernel_dir(__FILE__), why);
+    cl = group_cl::open(sinew_support::kernel_dir(), why);
   }
   if (!cl) WARN("SINEW-SKIP: " << why);  // ctest reports the case skipped (tests/CMakeLists.txt)
   return cl;

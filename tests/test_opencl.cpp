@@ -10,6 +10,8 @@
 #include <sinew/sinew.hpp>
 #include <sinew/workloads.hpp>
 
+#include "source_tree.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -23,10 +25,7 @@ using sinew::opencl::arg::spec;
 
 namespace {
 
-std::string kernel_path(const char* name) {
-  std::filesystem::path here(__FILE__);
-  return (here.parent_path().parent_path() / "graphs" / "kernels" / name).string();
-}
+std::string kernel_path(const char* name) { return sinew_support::kernel_file(name); }
 
 /// The tests need an OpenCL device (PoCL on the test machines). Without
 /// one a test returns at once, and the marker makes ctest report it

@@ -43,6 +43,8 @@
 //                                    (lopsided where StarPU stops at 4 CPU workers)
 #include <starpu.h>
 
+#include "source_tree.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -72,14 +74,7 @@ namespace sb = sinew_bench;
 namespace wl = sinew::workloads;
 namespace scl = sinew::opencl;
 
-/// graphs/kernels/<name>: $SINEW_KERNELS_DIR, else ./graphs/kernels, else
-/// found from this source file (as sinew::detail::group_cl::kernel_dir).
-std::string kernel_path(const char* name) {
-  namespace fs = std::filesystem;
-  if (const char* e = std::getenv("SINEW_KERNELS_DIR")) return (fs::path(e) / name).string();
-  if (fs::exists(fs::path("graphs/kernels") / name)) return (fs::path("graphs/kernels") / name).string();
-  return (fs::path(__FILE__).parent_path().parent_path().parent_path() / "graphs" / "kernels" / name).string();
-}
+std::string kernel_path(const char* name) { return sinew_support::kernel_file(name); }
 
 std::string read_file(const std::string& path) {
   std::ifstream f(path);

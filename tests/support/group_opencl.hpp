@@ -12,7 +12,7 @@
 ///
 /// \code
 /// std::string why;
-/// auto cl = sinew::detail::group_cl::open(sinew::detail::group_cl::kernel_dir(__FILE__), why);
+/// auto cl = sinew_support::group_cl::open(sinew_support::kernel_dir(), why);
 /// if (!cl) { std::puts(why.c_str()); return; }
 /// auto mm = cl->tiled_mm(a.data(), b.data(), c.data(), n, 16);
 /// mm.run();   // c = a * b on PoCL
@@ -35,7 +35,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -44,7 +43,9 @@
 
 #include <sinew/engine/error.hpp>
 
-namespace sinew::detail {
+#include "source_tree.hpp"
+
+namespace sinew_support {
 
 class group_cl {
  public:
@@ -75,15 +76,6 @@ class group_cl {
     cl::NDRange global_, local_;
     std::vector<cl::Buffer> in_, out_;
   };
-
-  /// graphs/kernels: $SINEW_KERNELS_DIR, else ./graphs/kernels, else found
-  /// from a source file of this repository (pass __FILE__).
-  static std::string kernel_dir(const char* source_file) {
-    namespace fs = std::filesystem;
-    if (const char* e = std::getenv("SINEW_KERNELS_DIR")) return e;
-    if (fs::exists("graphs/kernels/tiled_mm.cl")) return "graphs/kernels";
-    return (fs::path(source_file).parent_path().parent_path() / "graphs" / "kernels").string();
-  }
 
   /// The first OpenCL CPU device (any device if there is no CPU one), with
   /// the four programs built; nullopt and the reason when there is none.
@@ -167,14 +159,14 @@ class group_cl {
   cl::Program build(const std::string& dir, const char* file) {
     std::string path = dir + "/" + file;
     std::ifstream f(path);
-    if (!f) throw error(path + ": cannot open the OpenCL kernel");
+    if (!f) throw sinew::error(path + ": cannot open the OpenCL kernel");
     std::stringstream ss;
     ss << f.rdbuf();
     cl::Program p(ctx_, ss.str());
     try {
       p.build({dev_});
     } catch (const cl::Error&) {
-      throw error(path + ": OpenCL build failed:\n" + p.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev_));
+      throw sinew::error(path + ": OpenCL build failed:\n" + p.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev_));
     }
     return p;
   }
@@ -196,4 +188,4 @@ class group_cl {
   cl::Program mm_, reduce_, hist_, stencil_;
 };
 
-}  // namespace sinew::detail
+}  // namespace sinew_support
