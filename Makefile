@@ -112,13 +112,14 @@ STRESS_TESTS = [.stress]
 stress: build
 	$(LOGGED) $(BUILD) $(RESULTS)/stress.log $(BUILD)/tests/sinew-tests "$(STRESS_TESTS)"
 
-# libFuzzer over every parser, FUZZ_SECONDS each (clang), from tests/fuzz/corpus.
+# libFuzzer over every parser, FUZZ_SECONDS each (clang), from tests/fuzz/corpus,
+# one harness per core at a time.
 # Logs: $(RESULTS)/fuzz-<harness>.log; findings in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DSINEW_FUZZ=ON \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF -DSINEW_TEST_DISCOVERY=OFF $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
-	LOGGED_BY='make fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)' \
+	LOGGED_BY='make fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)' FUZZ_JOBS=$(JOBS) \
 		bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_BUILD)/artifacts $(RESULTS)
 
 install: build

@@ -37,14 +37,19 @@ record() {
 }
 
 # merge_runs DIR < LINES: runs.tsv lines (a device run's runs.tsv, say) replace
-# DIR/runs.tsv's lines of the same files; a header line is ignored.
+# DIR/runs.tsv's lines of the same files; a header line is ignored. Holds a
+# lock on DIR/.runs.lock, so checks logging in parallel (make fuzz) keep
+# every line.
 merge_runs() {
   local dir=$1 new
   new=$(awk -F'\t' 'NF > 1 && $1 != "file"')
   [[ -n $new ]] || return 0
-  # shellcheck disable=SC2046
-  drop_lines "$dir" $(cut -f1 <<<"$new")
-  printf '%s\n' "$new" >> "$dir/runs.tsv"
+  (
+    flock 9
+    # shellcheck disable=SC2046
+    drop_lines "$dir" $(cut -f1 <<<"$new")
+    printf '%s\n' "$new" >> "$dir/runs.tsv"
+  ) 9> "$dir/.runs.lock"
 }
 
 # forget DIR FILE...: deletes the FILEs of an earlier run and their lines.
