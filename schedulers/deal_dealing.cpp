@@ -13,6 +13,7 @@
 #include "deal_impl.hpp"
 #include "locality.hpp"
 #include "workers/map_dispatch.hpp"
+#include "workers/run_task.hpp"
 
 namespace sinew {
 
@@ -58,6 +59,14 @@ void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint)
 
 void deal_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), &c, hint);
+}
+
+void deal_scheduler::wait_counted(detail::task_counter& c) noexcept {
+  // A worker runs other tasks until its group is done, so nested groups
+  // cannot all wait on workers that sleep; past max_help_depth it sleeps.
+  impl::worker* w = p_->me();
+  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, c.pending);
+  else c.wait();
 }
 
 void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
@@ -165,7 +174,7 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
     }
     if (w) {
       if (!away) p.run_task(*w, segs[0]);  // halves onto our deque, runs the leftmost block
-      p.help_until_done(*w, L);
+      p.help_until_done(*w, L.remaining);
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);
     }

@@ -187,7 +187,8 @@ struct deal_scheduler::impl {
   std::uint64_t bmax() const noexcept {
     return std::max(bmin(), std::uint64_t(std::max<std::int64_t>(1, opt.backoff_max.count())));
   }
-  void help_until_done(worker& w, loop_ctx& L);
+  template <class Count>
+  void help_until_done(worker& w, const std::atomic<Count>& remaining);
   void worker_main(worker& w);
 };
 

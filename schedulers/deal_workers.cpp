@@ -52,9 +52,9 @@ using loop_ctx = detail::workers::loop_ctx;
 // vicinity), never parks, and leaves only when it sees every queue empty,
 // so the last worker running drains whatever the running tasks still push.
 //
-// Workers waiting inside parallel_for sleep on their node's loop_epoch,
-// registered in loop_waiters; a finished loop wakes all loop waiters of
-// every node; a push to q that finds no parked and no searching worker of
+// Workers waiting inside parallel_for or task_group::wait sleep on their
+// node's loop_epoch, registered in loop_waiters; a finished loop or group
+// wakes all loop waiters of every node; a push to q that finds no parked and no searching worker of
 // q wakes one loop waiter of q so it can help. Outside threads waiting for
 // an injected parallel_for use ext_waiters / ext_epoch.
 
@@ -127,7 +127,8 @@ void deal_scheduler::impl::wake_all() noexcept {
 // ------------------------------------------------------------ running
 
 void deal_scheduler::impl::run_task(worker& w, task* t) noexcept {
-  detail::workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); });
+  if (detail::workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); }))
+    announce_loop_done();  // a group's last task: its waiter may sleep on loop_epoch
 }
 
 // A block of a parallel_for (workers::run_blocks): halves go to this
@@ -180,11 +181,13 @@ void deal_scheduler::impl::backoff_wait(const worker& w, std::uint64_t d) const 
   } while (now < end);
 }
 
-// A worker waits for its loop: it runs whatever it can find meanwhile.
-void deal_scheduler::impl::help_until_done(worker& w, loop_ctx& L) {
+// A worker waits for its loop (`remaining`: its elements left) or its task
+// group (the tasks left): it runs whatever it can find meanwhile.
+template <class Count>
+void deal_scheduler::impl::help_until_done(worker& w, const std::atomic<Count>& remaining) {
   node_queue& Q = *nodes[std::size_t(w.node)];
   std::uint64_t d = bmin();
-  while (L.remaining.load(std::memory_order_acquire) != 0) {
+  while (remaining.load(std::memory_order_acquire) != 0) {
     bool contended = false;
     if (task* t = find_work(w, contended)) {
       run_task(w, t);
@@ -203,12 +206,13 @@ void deal_scheduler::impl::help_until_done(worker& w, loop_ctx& L) {
     Q.loop_waiters.fetch_add(1, std::memory_order_seq_cst);
     detail::seq_cst_fence();
     std::uint32_t e = Q.loop_epoch.load(std::memory_order_seq_cst);
-    if (L.remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w))
-      futex_wait(Q.loop_epoch, e);
+    if (remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w)) futex_wait(Q.loop_epoch, e);
     Q.loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
     d = bmax() * 2;  // woken: look once, then sleep again
   }
 }
+template void deal_scheduler::impl::help_until_done(worker&, const std::atomic<std::size_t>&);
+template void deal_scheduler::impl::help_until_done(worker&, const std::atomic<std::uint32_t>&);
 
 void deal_scheduler::impl::worker_main(worker& w) {
   tl_worker = &w;

@@ -95,7 +95,7 @@ int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefe
 
 }  // namespace detail
 
-void detail::task_counter::run(std::function<void()>& fn) noexcept {
+bool detail::task_counter::run(std::function<void()>& fn) noexcept {
   try {
     fn();
   } catch (...) {
@@ -103,7 +103,9 @@ void detail::task_counter::run(std::function<void()>& fn) noexcept {
     if (!error) error = std::current_exception();
   }
   fn = nullptr;  // captures go before the waiter can return
-  if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) detail::futex_wake(pending, INT_MAX);
+  if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  detail::futex_wake(pending, INT_MAX);
+  return true;
 }
 
 void detail::task_counter::wait() noexcept {

@@ -152,10 +152,11 @@ struct steal_scheduler::impl {
   // the destructor released, so it never parks; a worker leaves when its
   // re-check finds nothing while stopping.
   //
-  // Workers waiting inside parallel_for for the last blocks of their loop
-  // (which other workers are running) sleep on loop_epoch, registered in
+  // Workers waiting inside parallel_for for the last blocks of their loop,
+  // or inside task_group::wait for the last tasks of their group (which
+  // other workers are running), sleep on loop_epoch, registered in
   // loop_waiters; they are woken (all of them: the word is shared) when any
-  // loop finishes -- finisher: remaining.fetch_sub to 0, fence, if
+  // loop or group finishes -- finisher: remaining.fetch_sub to 0, fence, if
   // loop_waiters > 0 bump loop_epoch and wake all; waiter: loop_waiters++,
   // fence, read loop_epoch, re-check remaining and the queues, futex_wait --
   // the same fence argument. A push that finds no parked worker and no
@@ -281,7 +282,8 @@ struct steal_scheduler::impl {
   // ------------------------------------------------------------ running
 
   void run_task(worker& w, task* t) noexcept {
-    workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); });
+    if (workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); }))
+      announce_loop_done();  // a group's last task: its waiter may sleep on loop_epoch
   }
 
 
@@ -302,10 +304,12 @@ struct steal_scheduler::impl {
     if (last) announce_loop_done();  // the loop may be gone now
   }
 
-  // A worker waits for its loop: it runs whatever it can find meanwhile.
-  void help_until_done(worker& w, loop_ctx& L) {
+  // A worker waits for its loop (`remaining`: its elements left) or its
+  // task group (the tasks left): it runs whatever it can find meanwhile.
+  template <class Count>
+  void help_until_done(worker& w, const std::atomic<Count>& remaining) {
     unsigned idle = 0;
-    while (L.remaining.load(std::memory_order_acquire) != 0) {
+    while (remaining.load(std::memory_order_acquire) != 0) {
       bool contended = false;
       if (task* t = find_work(w, contended)) {
         run_task(w, t);
@@ -320,8 +324,7 @@ struct steal_scheduler::impl {
       loop_waiters.fetch_add(1, std::memory_order_seq_cst);
       detail::seq_cst_fence();
       std::uint32_t e = loop_epoch.load(std::memory_order_seq_cst);
-      if (L.remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w))
-        futex_wait(loop_epoch, e);
+      if (remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w)) futex_wait(loop_epoch, e);
       loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
       idle = pause_rounds;  // woken: look around a little, then sleep again
     }
@@ -492,6 +495,14 @@ void steal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task
   p_->push(w, t);
 }
 
+void steal_scheduler::wait_counted(detail::task_counter& c) noexcept {
+  // A worker runs other tasks until its group is done, so nested groups
+  // cannot all wait on workers that sleep; past max_help_depth it sleeps.
+  impl::worker* w = p_->me();
+  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, c.pending);
+  else c.wait();
+}
+
 void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    detail::function_ref<void(std::size_t, std::size_t)> body) {
   parallel_for_at({}, n, grain, body);
@@ -534,7 +545,7 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
     if (parts > first_pushed) p.announce_work(parts - first_pushed);
     if (w) {
       p.run_task(*w, make(0));  // halves onto our deque, runs the leftmost block
-      p.help_until_done(*w, L);
+      p.help_until_done(*w, L.remaining);
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);
     }

@@ -13,6 +13,7 @@
 #include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
+#include "workers/run_task.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
@@ -226,8 +227,9 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
 
 namespace {
 // A task_group's oneTBB group: its tasks are oneTBB tasks of this group
-// (deferred, then enqueued into their arena), so that the waiter can join
-// the arena and run them (tbb::task_group::wait) instead of sleeping.
+// (spawned on the submitting worker's deque when it is in their arena,
+// else deferred and enqueued into it), so that the waiter can join the
+// arena and run them (tbb::task_group::wait) instead of sleeping.
 struct tbb_group final : detail::task_counter::extension {
   tbb::task_group tg;
   unsigned arena = 0;  // where the first task went: the waiter helps there
@@ -251,8 +253,12 @@ void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counte
     if (c.ext.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) g = fresh.release();
     else g = static_cast<tbb_group*>(expected);
   }
-  p->arenas[a]->arena.enqueue(
-      g->tg.defer(impl::task{p, a, hinted, remote, [&c, f = std::move(fn)]() mutable { c.run(f); }}));
+  impl::task t{p, a, hinted, remote, [&c, f = std::move(fn)]() mutable { c.run(f); }};
+  // A worker of the arena spawns onto its own deque (LIFO, as oneTBB's
+  // task_group::run): its wait then runs its own subtasks first, so nested
+  // groups nest about as deep as the recursion, not as the arena's queue.
+  if (p->current_arena() == int(a)) g->tg.run(std::move(t));
+  else p->arenas[a]->arena.enqueue(g->tg.defer(std::move(t)));
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
@@ -263,10 +269,22 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // meanwhile (nested groups cannot all be stuck behind waiting workers);
   // a thread from outside waits outside the arena, asleep, so that n
   // workers run a group on n threads.
+  // A worker already workers::max_help_depth waits deep sleeps until the
+  // tasks are done (then joins the oneTBB group, which has nothing left to
+  // run), bounding its stack.
+  thread_local unsigned tl_waits = 0;
   if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
-      if (p_->current_arena() >= 0) p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
-      else g->tg.wait();
+      if (p_->current_arena() >= 0) {
+        if (tl_waits >= detail::workers::max_help_depth) c.wait();
+        struct nest {
+          nest() { ++tl_waits; }
+          ~nest() { --tl_waits; }
+        } level;
+        p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
+      } else {
+        g->tg.wait();
+      }
     } catch (...) {  // c.run keeps the tasks' exceptions: nothing of theirs gets here
     }
   }

@@ -8,24 +8,31 @@
 
 namespace sinew::detail::workers {
 
+// Tasks a worker may have on its stack while it waits for a parallel_for or
+// a task_group: beyond this nesting a waiter sleeps instead of running more.
+constexpr unsigned max_help_depth = 64;
+
 // Runs task t on worker w: a parallel_for block through `block(w, t)`, or
 // a submitted function (its hinted bytes counted on w's node), counting
 // the task, and the busy time of the outermost task only (a task run while
-// helping inside another task's parallel_for is that task's time).
+// helping inside another task's parallel_for is that task's time). Returns
+// true when t was the last pending task of its task_group: the caller
+// wakes the workers that wait for groups.
 //
-//   workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); });
+//   if (workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); })) announce_loop_done();
 template <class Worker, class Task, class Cache, class Block>
-void run_task(Worker& w, Task* t, Cache& cache, Block&& block) noexcept {
+bool run_task(Worker& w, Task* t, Cache& cache, Block&& block) noexcept {
   const bool outer = w.depth == 0;
   const std::uint64_t t0 = outer ? now_ns() : 0;
   ++w.depth;
+  bool group_done = false;
   if (t->loop) {
     block(w, t);
     w.tasks.fetch_add(1, std::memory_order_relaxed);
   } else {
     if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
     if (t->counter) {
-      t->counter->run(t->fn);  // keeps its exception, releases captures, then counts it done
+      group_done = t->counter->run(t->fn);  // keeps its exception, releases captures, then counts it done
     } else {
       t->fn();          // noexcept context: a throwing submitted task terminates
       t->fn = nullptr;  // release captures now, not when the object is reused
@@ -36,6 +43,7 @@ void run_task(Worker& w, Task* t, Cache& cache, Block&& block) noexcept {
   }
   --w.depth;
   if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  return group_done;
 }
 
 }  // namespace sinew::detail::workers

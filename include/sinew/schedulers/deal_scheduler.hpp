@@ -121,9 +121,15 @@ struct deal_stats {
 /// The destructor runs every task already submitted (thresholds and
 /// vicinities are ignored while it drains), then joins the workers.
 ///
+/// `task_group::wait` on a worker helps likewise: it runs the tasks
+/// find-work gives it until the group's are done (nested groups cannot
+/// deadlock with every worker waiting), sleeping instead once it is
+/// `workers::max_help_depth` (64) tasks deep; an outside thread sleeps.
+///
 /// Caveat (inherent in the policy): a task is only run by another node when
-/// its queue is long enough, so a task that *blocks* waiting for tasks of
-/// its own node can starve if every worker of that node blocks too.
+/// its queue is long enough, so a task that *blocks* (other than in
+/// `task_group::wait` or `parallel_for`) waiting for tasks of its own node
+/// can starve if every worker of that node blocks too.
 ///
 /// Select it for the default scheduler with `SINEW_SCHEDULER=deal`: one
 /// worker per core of `topology::current()`, or with `SINEW_THREADS=N` one
@@ -154,6 +160,9 @@ class deal_scheduler final : public scheduler {
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
   /// A task_group's task: the counter travels in the task (no wrapper).
   void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
+  /// On a worker: runs other tasks until the group's are done; on any other
+  /// thread: sleeps.
+  void wait_counted(detail::task_counter& c) noexcept override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,

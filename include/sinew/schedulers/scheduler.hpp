@@ -98,8 +98,10 @@ struct task_counter {
   std::exception_ptr error;
 
   /// Runs `fn`, keeps its exception, releases its captures, then counts the
-  /// task finished (waking the waiter when it was the last).
-  void run(std::function<void()>& fn) noexcept;
+  /// task finished (waking the waiter when it was the last). Returns true
+  /// for the last, so that a scheduler can wake workers helping in `wait`;
+  /// the counter may be gone by then.
+  bool run(std::function<void()>& fn) noexcept;
   /// Sleeps until `pending` is 0.
   void wait() noexcept;
 

@@ -28,6 +28,11 @@
 ///    that is not one of the workers, the loop is injected and the caller
 ///    sleeps until it is done. Every block runs even after one throws; the
 ///    first exception is rethrown in the caller;
+///  * `task_group::wait` on a worker helps the same way (runs any task it
+///    finds until the group's tasks are done), so recursive task groups
+///    (divide and conquer) cannot deadlock with every worker waiting; a
+///    worker already `workers::max_help_depth` (64) tasks deep sleeps
+///    instead, bounding its stack. An outside thread sleeps;
 ///  * a task given to `submit` must not throw (std::terminate is called);
 ///    use `task_group`, which catches and forwards exceptions;
 ///  * the destructor runs every task already submitted, then joins the
@@ -90,6 +95,9 @@ class steal_scheduler final : public scheduler {
   void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
   /// A task_group's task: the counter travels in the task (no wrapper).
   void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
+  /// On a worker: runs other tasks until the group's are done (see the
+  /// policy above); on any other thread: sleeps.
+  void wait_counted(detail::task_counter& c) noexcept override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
