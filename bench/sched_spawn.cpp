@@ -5,8 +5,8 @@
 // running a task.
 //
 //  * tree: a binary tree of depth D (2^(D+1) - 1 tasks); every inner task
-//    submits its two children from inside the worker. sinew::task_group::wait
-//    must not be called from a worker task, so the Sinew variants keep a
+//    submits its two children from inside the worker. The Sinew variants
+//    measure the bare submit path (no group per task), so they keep a
 //    shared atomic count of outstanding tasks: a task adds 2 before
 //    submitting its children and subtracts 1 when it ends; the one that
 //    brings it to 0 wakes the root thread, which sleeps on an atomic (futex).

@@ -1,11 +1,13 @@
 // The scheduler alone: a policy chosen by name, a parallel loop, a task
-// group of independent tasks, and the statistics of the run.
+// group of independent tasks, nested groups (divide and conquer), and the
+// statistics of the run.
 //   usage: scheduler_alone [policy] [threads]        (default: steal 4)
 #include <sinew/sinew.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -40,6 +42,32 @@ int main(int argc, char** argv) {
   g.wait();  // rethrows the first exception a task threw
   if (got != want) {
     std::printf("scheduler_alone: sum %llu, expected %llu\n", (unsigned long long)got.load(),
+                (unsigned long long)want);
+    return 1;
+  }
+
+  // Divide and conquer: each task sums its range by running its two halves
+  // in a group of its own and waiting for them; the waiting worker runs
+  // other tasks meanwhile, so the recursion never leaves every worker idle.
+  std::function<std::uint64_t(std::uint64_t, std::uint64_t)> sum = [&](std::uint64_t b, std::uint64_t e) {
+    if (e - b <= per_task) {
+      std::uint64_t t = 0;
+      for (std::uint64_t i = b; i < e; ++i) t += i;
+      return t;
+    }
+    std::uint64_t left = 0, right = 0, mid = b + (e - b) / 2;
+    sinew::task_group halves(*s);
+    halves.run([&] { left = sum(b, mid); });
+    halves.run([&] { right = sum(mid, e); });
+    halves.wait();
+    return left + right;
+  };
+  std::uint64_t nested = 0;
+  sinew::task_group root(*s);
+  root.run([&] { nested = sum(0, n); });
+  root.wait();
+  if (nested != want) {
+    std::printf("scheduler_alone: nested sum %llu, expected %llu\n", (unsigned long long)nested,
                 (unsigned long long)want);
     return 1;
   }
