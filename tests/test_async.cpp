@@ -54,7 +54,7 @@ TEST_CASE("async futures awaited inside tasks help instead of deadlocking", "[sc
     }
 }
 
-TEST_CASE("an async future's destructor waits for its task; moving keeps the task", "[scheduler][async]") {
+TEST_CASE("an async future waits for its task when dropped, and moving it keeps the task", "[scheduler][async]") {
   for (const char* policy : policies) {
     INFO(policy);
     auto s = sinew::make_scheduler(policy, {.threads = 2, .pin = false});
