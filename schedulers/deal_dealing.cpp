@@ -13,7 +13,6 @@
 #include "deal_impl.hpp"
 #include "locality.hpp"
 #include "workers/map_dispatch.hpp"
-#include "workers/run_task.hpp"
 
 namespace sinew {
 
@@ -65,8 +64,17 @@ void deal_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // A worker runs other tasks until its group is done, so nested groups
   // cannot all wait on workers that sleep; past max_help_depth it sleeps.
   impl::worker* w = p_->me();
-  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, c.pending);
+  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, workers::count_done(c.pending));
   else c.wait();
+}
+
+void deal_scheduler::help_until(detail::help_latch& l) {
+  // As wait_counted: a worker waiting for a graph run it started runs the
+  // run's stages (and any other task) meanwhile; opening the latch wakes it.
+  impl::worker* w = p_->me();
+  impl* p = p_.get();
+  if (!w || w->depth >= workers::max_help_depth || !l.arm([p] { p->announce_loop_done(); })) return l.wait();
+  p->help_until_done(*w, workers::latch_open(l));
 }
 
 void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
@@ -174,7 +182,7 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
     }
     if (w) {
       if (!away) p.run_task(*w, segs[0]);  // halves onto our deque, runs the leftmost block
-      p.help_until_done(*w, L.remaining);
+      p.help_until_done(*w, workers::count_done(L.remaining));
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);
     }

@@ -17,10 +17,12 @@
 #include <vector>
 
 #include <sinew/detail/chase_lev_deque.hpp>
+#include <sinew/detail/futex.hpp>
 #include <sinew/schedulers/deal_scheduler.hpp>
 
 #include "workers/loop_ctx.hpp"
 #include "workers/parking_lot.hpp"
+#include "workers/run_task.hpp"
 #include "workers/task_cache.hpp"
 #include "workers/task_shard.hpp"
 #include "workers/worker_counters.hpp"
@@ -187,9 +189,41 @@ struct deal_scheduler::impl {
   std::uint64_t bmax() const noexcept {
     return std::max(bmin(), std::uint64_t(std::max<std::int64_t>(1, opt.backoff_max.count())));
   }
-  template <class Count>
-  void help_until_done(worker& w, const std::atomic<Count>& remaining);
+  template <class Done>
+  void help_until_done(worker& w, Done&& done);
   void worker_main(worker& w);
 };
+
+// A worker waits for its loop, its task group or a graph run (`done(mo)`
+// reads their state with memory order mo): it runs whatever it can find
+// meanwhile.
+template <class Done>
+void deal_scheduler::impl::help_until_done(worker& w, Done&& done) {
+  node_queue& Q = *nodes[std::size_t(w.node)];
+  std::uint64_t d = bmin();
+  while (!done(std::memory_order_acquire)) {
+    bool contended = false;
+    if (task* t = find_work(w, contended)) {
+      run_task(w, t);
+      d = bmin();
+      continue;
+    }
+    if (contended) continue;
+    if (d <= bmax()) {
+      // Short waits only: the wait may end any moment (and no wake comes
+      // during a timed back-off).
+      if (d <= 2'000) backoff_wait(w, d);
+      else std::this_thread::yield();
+      d *= 2;
+      continue;
+    }
+    Q.loop_waiters.fetch_add(1, std::memory_order_seq_cst);
+    detail::seq_cst_fence();
+    std::uint32_t e = Q.loop_epoch.load(std::memory_order_seq_cst);
+    if (!done(std::memory_order_seq_cst) && !work_visible(w)) detail::futex_wait(Q.loop_epoch, e);
+    Q.loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    d = bmax() * 2;  // woken: look once, then sleep again
+  }
+}
 
 }  // namespace sinew

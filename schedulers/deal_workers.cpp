@@ -54,9 +54,10 @@ using loop_ctx = detail::workers::loop_ctx;
 //
 // Workers waiting inside parallel_for or task_group::wait sleep on their
 // node's loop_epoch, registered in loop_waiters; a finished loop or group
-// wakes all loop waiters of every node; a push to q that finds no parked and no searching worker of
-// q wakes one loop waiter of q so it can help. Outside threads waiting for
-// an injected parallel_for use ext_waiters / ext_epoch.
+// wakes all loop waiters of every node; a push to q that finds no parked
+// and no searching worker of q wakes one loop waiter of q so it can help.
+// Outside threads waiting for an injected parallel_for use ext_waiters /
+// ext_epoch.
 
 void deal_scheduler::impl::announce_work(int q) noexcept {
   node_queue& Q = *nodes[std::size_t(q)];
@@ -180,39 +181,6 @@ void deal_scheduler::impl::backoff_wait(const worker& w, std::uint64_t d) const 
     now = now_ns();
   } while (now < end);
 }
-
-// A worker waits for its loop (`remaining`: its elements left) or its task
-// group (the tasks left): it runs whatever it can find meanwhile.
-template <class Count>
-void deal_scheduler::impl::help_until_done(worker& w, const std::atomic<Count>& remaining) {
-  node_queue& Q = *nodes[std::size_t(w.node)];
-  std::uint64_t d = bmin();
-  while (remaining.load(std::memory_order_acquire) != 0) {
-    bool contended = false;
-    if (task* t = find_work(w, contended)) {
-      run_task(w, t);
-      d = bmin();
-      continue;
-    }
-    if (contended) continue;
-    if (d <= bmax()) {
-      // Short waits only: the loop may end any moment (and no wake comes
-      // during a timed back-off).
-      if (d <= 2'000) backoff_wait(w, d);
-      else std::this_thread::yield();
-      d *= 2;
-      continue;
-    }
-    Q.loop_waiters.fetch_add(1, std::memory_order_seq_cst);
-    detail::seq_cst_fence();
-    std::uint32_t e = Q.loop_epoch.load(std::memory_order_seq_cst);
-    if (remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w)) futex_wait(Q.loop_epoch, e);
-    Q.loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
-    d = bmax() * 2;  // woken: look once, then sleep again
-  }
-}
-template void deal_scheduler::impl::help_until_done(worker&, const std::atomic<std::size_t>&);
-template void deal_scheduler::impl::help_until_done(worker&, const std::atomic<std::uint32_t>&);
 
 void deal_scheduler::impl::worker_main(worker& w) {
   tl_worker = &w;

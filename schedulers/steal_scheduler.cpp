@@ -304,12 +304,13 @@ struct steal_scheduler::impl {
     if (last) announce_loop_done();  // the loop may be gone now
   }
 
-  // A worker waits for its loop (`remaining`: its elements left) or its
-  // task group (the tasks left): it runs whatever it can find meanwhile.
-  template <class Count>
-  void help_until_done(worker& w, const std::atomic<Count>& remaining) {
+  // A worker waits for its loop, its task group or a graph run (`done(mo)`
+  // reads their state with memory order mo): it runs whatever it can find
+  // meanwhile.
+  template <class Done>
+  void help_until_done(worker& w, Done&& done) {
     unsigned idle = 0;
-    while (remaining.load(std::memory_order_acquire) != 0) {
+    while (!done(std::memory_order_acquire)) {
       bool contended = false;
       if (task* t = find_work(w, contended)) {
         run_task(w, t);
@@ -324,7 +325,7 @@ struct steal_scheduler::impl {
       loop_waiters.fetch_add(1, std::memory_order_seq_cst);
       detail::seq_cst_fence();
       std::uint32_t e = loop_epoch.load(std::memory_order_seq_cst);
-      if (remaining.load(std::memory_order_seq_cst) != 0 && !work_visible(w)) futex_wait(loop_epoch, e);
+      if (!done(std::memory_order_seq_cst) && !work_visible(w)) futex_wait(loop_epoch, e);
       loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
       idle = pause_rounds;  // woken: look around a little, then sleep again
     }
@@ -499,8 +500,17 @@ void steal_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // A worker runs other tasks until its group is done, so nested groups
   // cannot all wait on workers that sleep; past max_help_depth it sleeps.
   impl::worker* w = p_->me();
-  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, c.pending);
+  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, workers::count_done(c.pending));
   else c.wait();
+}
+
+void steal_scheduler::help_until(detail::help_latch& l) {
+  // As wait_counted: a worker waiting for a graph run it started runs the
+  // run's stages (and any other task) meanwhile; opening the latch wakes it.
+  impl::worker* w = p_->me();
+  impl* p = p_.get();
+  if (!w || w->depth >= workers::max_help_depth || !l.arm([p] { p->announce_loop_done(); })) return l.wait();
+  p->help_until_done(*w, workers::latch_open(l));
 }
 
 void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
@@ -545,7 +555,7 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
     if (parts > first_pushed) p.announce_work(parts - first_pushed);
     if (w) {
       p.run_task(*w, make(0));  // halves onto our deque, runs the leftmost block
-      p.help_until_done(*w, L.remaining);
+      p.help_until_done(*w, workers::count_done(L.remaining));
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);
     }

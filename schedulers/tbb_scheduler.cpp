@@ -226,6 +226,15 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
 }
 
 namespace {
+// The waits (task_group, graph run) a worker is inside, each running tasks
+// on its stack: past workers::max_help_depth a waiter sleeps instead.
+struct help_nesting {
+  static thread_local unsigned depth;
+  help_nesting() noexcept { ++depth; }
+  ~help_nesting() { --depth; }
+};
+thread_local unsigned help_nesting::depth = 0;
+
 // A task_group's oneTBB group: its tasks are oneTBB tasks of this group
 // (spawned on the submitting worker's deque when it is in their arena,
 // else deferred and enqueued into it), so that the waiter can join the
@@ -272,15 +281,11 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // A worker already workers::max_help_depth waits deep sleeps until the
   // tasks are done (then joins the oneTBB group, which has nothing left to
   // run), bounding its stack.
-  thread_local unsigned tl_waits = 0;
   if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
       if (p_->current_arena() >= 0) {
-        if (tl_waits >= detail::workers::max_help_depth) c.wait();
-        struct nest {
-          nest() { ++tl_waits; }
-          ~nest() { --tl_waits; }
-        } level;
+        if (help_nesting::depth >= detail::workers::max_help_depth) c.wait();
+        help_nesting level;
         p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
       } else {
         g->tg.wait();
@@ -294,10 +299,13 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
 void tbb_scheduler::help_until(detail::help_latch& l) {
   if (l.is_open()) return;
   if (p_->waiters_sleep) return l.wait();
-  // A worker of ours waiting (a run started from a task) sleeps as before:
-  // running other tasks under its own would nest them on its stack.
-  if (p_->current_arena() >= 0) return l.wait();
-  tbb::task_arena& arena = p_->arenas[0]->arena;
+  // A worker of ours waiting (a run started from a task) works in its own
+  // arena, as a thread from outside does in the first; waits nested past
+  // max_help_depth sleep, bounding its stack.
+  const int ca = p_->current_arena();
+  if (ca >= 0 && help_nesting::depth >= detail::workers::max_help_depth) return l.wait();
+  help_nesting level;
+  tbb::task_arena& arena = p_->arenas[ca >= 0 ? unsigned(ca) : 0]->arena;
   arena.execute([&] {
     // A group with one deferred empty task, enqueued when the latch opens:
     // tg.wait() runs the arena's tasks on this thread until that task has

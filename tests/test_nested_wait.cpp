@@ -147,3 +147,29 @@ TEST_CASE("graph runs and nested task groups share one scheduler", "[scheduler][
       for (std::size_t j = 0; j < out[k].size(); ++j) REQUIRE(out[k][j] == in[k][j] + 2);
   }
 }
+
+TEST_CASE("graph runs awaited inside tasks of every worker finish on every policy", "[scheduler][nested][tsan]") {
+  for (const char* policy : {"tbb", "steal", "deal"})
+    for (unsigned threads : {1u, 2u}) {
+      INFO(policy << " with " << threads << " workers");
+      auto s = sinew::make_scheduler(policy, {.threads = threads, .pin = false});
+      const auto in = sinew_test::make_items(50, 8);
+      std::atomic<int> right{0};
+      within(std::chrono::seconds(120), std::string(policy) + " graphs in tasks", [&] {
+        sinew::task_group g(*s);
+        for (int k = 0; k < 8; ++k)  // more tasks than workers: each worker waits for a run inside a task
+          g.run([&] {
+            auto items = in;
+            std::vector<std::vector<int>> out;
+            sinew::graph gr(sinew::pipeline(sinew::map<inc>(), sinew::farm(sinew::map<inc>(), 2)),
+                            {.scheduler = s.get()});
+            gr.run(items, out).get();
+            bool ok = out.size() == in.size();
+            for (std::size_t i = 0; ok && i < out.size(); ++i) ok = out[i].size() == in[i].size() && out[i][0] == in[i][0] + 2;
+            if (ok) right.fetch_add(1);
+          });
+        g.wait();
+      });
+      CHECK(right.load() == 8);
+    }
+}

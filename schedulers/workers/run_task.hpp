@@ -8,9 +8,23 @@
 
 namespace sinew::detail::workers {
 
-// Tasks a worker may have on its stack while it waits for a parallel_for or
-// a task_group: beyond this nesting a waiter sleeps instead of running more.
+// Tasks a worker may have on its stack while it waits for a parallel_for,
+// a task_group or a graph run: beyond this nesting a waiter sleeps instead
+// of running more.
 constexpr unsigned max_help_depth = 64;
+
+// What a helping waiter waits for, read with a given memory order: a count
+// reaching 0 (a loop's elements, a group's tasks), or a latch opening (a
+// graph run's end; its mutex orders the read).
+//
+//   help_until_done(w, workers::count_done(L.remaining));
+template <class Count>
+auto count_done(const std::atomic<Count>& n) noexcept {
+  return [&n](std::memory_order mo) { return n.load(mo) == 0; };
+}
+inline auto latch_open(const help_latch& l) noexcept {
+  return [&l](std::memory_order) { return l.is_open(); };
+}
 
 // Runs task t on worker w: a parallel_for block through `block(w, t)`, or
 // a submitted function (its hinted bytes counted on w's node), counting

@@ -163,6 +163,8 @@ class deal_scheduler final : public scheduler {
   /// On a worker: runs other tasks until the group's are done; on any other
   /// thread: sleeps.
   void wait_counted(detail::task_counter& c) noexcept override;
+  /// The same for a graph run awaited on a worker (`run_future::wait`).
+  void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,

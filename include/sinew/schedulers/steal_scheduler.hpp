@@ -98,6 +98,8 @@ class steal_scheduler final : public scheduler {
   /// On a worker: runs other tasks until the group's are done (see the
   /// policy above); on any other thread: sleeps.
   void wait_counted(detail::task_counter& c) noexcept override;
+  /// The same for a graph run awaited on a worker (`run_future::wait`).
+  void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
