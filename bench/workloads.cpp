@@ -25,10 +25,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -93,18 +91,7 @@ struct direct_cl {
   std::string name() const { return device.getInfo<CL_DEVICE_NAME>(); }
 
   cl::Kernel kernel(const std::string& file, const std::string& name) {
-    std::string path = dir + "/" + file;
-    std::ifstream f(path);
-    if (!f) throw sinew::error(path + ": cannot read the kernel source");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    cl::Program prog(context, ss.str());
-    try {
-      prog.build({device});
-    } catch (const cl::Error&) {
-      throw sinew::error(path + ": build failed: " + prog.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device));
-    }
-    return cl::Kernel(prog, name.c_str());
+    return cl::Kernel(sinew_support::build_program(context, device, dir + "/" + file), name.c_str());
   }
 
   /// Host memory wrapped for the kernel (zero copy on a CPU device).

@@ -496,22 +496,9 @@ void steal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task
   p_->push(w, t);
 }
 
-void steal_scheduler::wait_counted(detail::task_counter& c) noexcept {
-  // A worker runs other tasks until its group is done, so nested groups
-  // cannot all wait on workers that sleep; past max_help_depth it sleeps.
-  impl::worker* w = p_->me();
-  if (w && w->depth < workers::max_help_depth) p_->help_until_done(*w, workers::count_done(c.pending));
-  else c.wait();
-}
+void steal_scheduler::wait_counted(detail::task_counter& c) noexcept { workers::wait_counted(*p_, p_->me(), c); }
 
-void steal_scheduler::help_until(detail::help_latch& l) {
-  // As wait_counted: a worker waiting for a graph run it started runs the
-  // run's stages (and any other task) meanwhile; opening the latch wakes it.
-  impl::worker* w = p_->me();
-  impl* p = p_.get();
-  if (!w || w->depth >= workers::max_help_depth || !l.arm([p] { p->announce_loop_done(); })) return l.wait();
-  p->help_until_done(*w, workers::latch_open(l));
-}
+void steal_scheduler::help_until(detail::help_latch& l) { workers::help_until(*p_, p_->me(), l); }
 
 void steal_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    detail::function_ref<void(std::size_t, std::size_t)> body) {

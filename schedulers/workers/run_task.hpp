@@ -26,6 +26,22 @@ inline auto latch_open(const help_latch& l) noexcept {
   return [&l](std::memory_order) { return l.is_open(); };
 }
 
+// scheduler::wait_counted and help_until of a policy whose `impl` has
+// help_until_done(worker&, done) and announce_loop_done(): worker `w` (null:
+// not one of the policy's) helps until the group or run is done, so nested
+// waits cannot deadlock; another thread, or a worker max_help_depth tasks
+// deep, sleeps. A run's latch wakes the helpers when it opens.
+template <class Impl, class Worker>
+void wait_counted(Impl& p, Worker* w, task_counter& c) noexcept {
+  if (w && w->depth < max_help_depth) p.help_until_done(*w, count_done(c.pending));
+  else c.wait();
+}
+template <class Impl, class Worker>
+void help_until(Impl& p, Worker* w, help_latch& l) {
+  if (!w || w->depth >= max_help_depth || !l.arm([&p] { p.announce_loop_done(); })) return l.wait();
+  p.help_until_done(*w, latch_open(l));
+}
+
 // Runs task t on worker w: a parallel_for block through `block(w, t)`, or
 // a submitted function (its hinted bytes counted on w's node), counting
 // the task, and the busy time of the outermost task only (a task run while

@@ -47,6 +47,22 @@
 
 namespace sinew_support {
 
+/// The OpenCL program of the kernel file `path`, built for `dev`; errors
+/// name the file (and carry the build log).
+inline cl::Program build_program(const cl::Context& ctx, const cl::Device& dev, const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw sinew::error(path + ": cannot open the OpenCL kernel");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  cl::Program p(ctx, ss.str());
+  try {
+    p.build({dev});
+  } catch (const cl::Error&) {
+    throw sinew::error(path + ": OpenCL build failed:\n" + p.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev));
+  }
+  return p;
+}
+
 class group_cl {
  public:
   /// One kernel with its arguments bound, ready to run again and again.
@@ -156,20 +172,7 @@ class group_cl {
     hist_ = build(dir, "histogram.cl");
     stencil_ = build(dir, "stencil_tile.cl");
   }
-  cl::Program build(const std::string& dir, const char* file) {
-    std::string path = dir + "/" + file;
-    std::ifstream f(path);
-    if (!f) throw sinew::error(path + ": cannot open the OpenCL kernel");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    cl::Program p(ctx_, ss.str());
-    try {
-      p.build({dev_});
-    } catch (const cl::Error&) {
-      throw sinew::error(path + ": OpenCL build failed:\n" + p.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev_));
-    }
-    return p;
-  }
+  cl::Program build(const std::string& dir, const char* file) { return build_program(ctx_, dev_, dir + "/" + file); }
   template <class T>
   cl::Buffer wrap(const T* p, std::size_t n) {
     // USE_HOST_PTR needs a non-empty buffer; read-only use of inputs.
