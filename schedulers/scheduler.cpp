@@ -95,7 +95,7 @@ int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefe
 
 }  // namespace detail
 
-bool detail::task_counter::run(std::function<void()>& fn) noexcept {
+void detail::task_counter::invoke(std::function<void()>& fn) noexcept {
   try {
     fn();
   } catch (...) {
@@ -103,6 +103,9 @@ bool detail::task_counter::run(std::function<void()>& fn) noexcept {
     if (!error) error = std::current_exception();
   }
   fn = nullptr;  // captures go before the waiter can return
+}
+
+bool detail::task_counter::finish() noexcept {
   if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
   detail::futex_wake(pending, INT_MAX);
   return true;

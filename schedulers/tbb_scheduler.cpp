@@ -44,9 +44,18 @@ void ensure_workers(unsigned n) {
 struct tbb_scheduler::impl {
   struct alignas(64) counters {
     std::atomic<std::uint64_t> tasks{0}, busy{0}, hinted{0}, remote{0};
+    // Functions submitted by this slot's thread, and run by it: per slot, so
+    // that no counter is shared by every task.
+    std::atomic<std::uint64_t> submits{0}, fns{0};
   };
   struct node_arena {
     tbb::task_arena arena;
+    // Every submitted task of this arena belongs to this group: a thread
+    // running in the arena spawns it onto its own deque (LIFO, stolen FIFO
+    // by idle workers), as tbb::task_group::run does; any other thread
+    // enqueues it (FIFO). The destructor waits for the groups, since
+    // ~task_arena does not wait for tasks.
+    tbb::task_group tasks;
     unsigned first = 0;    // index of its first worker slot in per_worker
     unsigned threads = 0;
   };
@@ -56,15 +65,7 @@ struct tbb_scheduler::impl {
   std::vector<std::unique_ptr<node_arena>> arenas;
   unsigned threads = 0;                    // sum over the arenas
   std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arenas
-  std::atomic<std::uint64_t> submitted{0}, run{0}, pfors{0}, rr{0};
-  // Tasks enqueued and not yet finished. ~task_arena does not wait for them,
-  // and they touch this object after their function returns, so the
-  // destructor waits. A task's decrement is the last access to this object
-  // but for the futex wake on the counter's address (a private futex wake
-  // reads no memory, so it is harmless once the destructor has returned).
-  // An atomic, not a mutex: every stage activation of every graph passes
-  // here, and a lock taken twice per task was contended on many workers.
-  alignas(64) std::atomic<std::uint32_t> outstanding{0};
+  std::atomic<std::uint64_t> pfors{0}, rr{0};
 
   // The arena whose task (or loop chunk) this thread is running: a task it
   // submits without a hint stays on that node.
@@ -134,7 +135,18 @@ struct tbb_scheduler::impl {
   // The arena a task with `hint` goes to, and the hint's bytes (hinted, and
   // remote from that arena's node).
   unsigned pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote, const char* who);
+  // The counters of the calling thread: its worker slot, or the last one.
+  counters& own() { return current_arena() >= 0 ? slot(unsigned(current_arena())) : per_worker[threads]; }
+  std::uint64_t submitted_total() const {
+    std::uint64_t n = 0;
+    for (unsigned i = 0; i <= threads; ++i) n += per_worker[i].submits.load(std::memory_order_acquire);
+    return n;
+  }
   struct task;  // one submitted function, as oneTBB runs it
+  // Runs `t` in arena a: spawned into group `g` from a thread of that arena,
+  // else enqueued; then counts the submission (after, so that the
+  // destructor's quiescence check sees any task it has not waited for).
+  void place(unsigned a, tbb::task_group& g, task&& t);
   void account(unsigned a, std::uint64_t t0) {
     auto& c = slot(a);
     c.tasks.fetch_add(1, std::memory_order_relaxed);
@@ -156,10 +168,13 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
 tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) { p_->build(); }
 
 tbb_scheduler::~tbb_scheduler() {
+  // A task may submit into another arena whose group was already waited
+  // for; submissions are counted after they are queued, so a round that
+  // saw none has left nothing running.
   for (;;) {
-    const std::uint32_t v = p_->outstanding.load(std::memory_order_acquire);
-    if (v == 0) break;
-    p_->outstanding.wait(v, std::memory_order_acquire);
+    const std::uint64_t before = p_->submitted_total();
+    for (auto& a : p_->arenas) a->arena.execute([&] { a->tasks.wait(); });
+    if (p_->submitted_total() == before) break;
   }
 }
 
@@ -185,8 +200,6 @@ unsigned tbb_scheduler::impl::pick(const locality_hint& hint, std::uint64_t& hin
   if (a < 0 && hint.numa_node >= 0 && std::size_t(hint.numa_node) < arenas.size()) a = hint.numa_node;
   if (a < 0) a = current_arena();
   if (a < 0) a = int(round_robin());
-  submitted.fetch_add(1, std::memory_order_relaxed);
-  outstanding.fetch_add(1, std::memory_order_relaxed);
   return unsigned(a);
 }
 
@@ -195,10 +208,11 @@ struct tbb_scheduler::impl::task {  // oneTBB calls it through a const reference
   unsigned a;
   std::uint64_t hinted, remote;
   mutable std::function<void()> fn;
-  void operator()() const;
+  detail::task_counter* counter = nullptr;  // of its task_group, if any
+  void operator()() const noexcept;  // a throwing submitted function terminates
 };
 
-void tbb_scheduler::impl::task::operator()() const {
+void tbb_scheduler::impl::task::operator()() const noexcept {
   std::uint64_t t0 = now_ns();
   auto& c = p->slot(a);
   if (hinted) {  // before fn: counted once a waiter sees the task done
@@ -207,14 +221,22 @@ void tbb_scheduler::impl::task::operator()() const {
   }
   {
     impl::scope in(p, a);
-    fn();
+    if (counter) counter->invoke(fn);
+    else fn();
   }
   fn = nullptr;  // release captures before the scheduler may go away
-  p->run.fetch_add(1, std::memory_order_relaxed);
+  c.fns.fetch_add(1, std::memory_order_relaxed);
   c.tasks.fetch_add(1, std::memory_order_relaxed);
   c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-  std::atomic<std::uint32_t>& out = p->outstanding;  // p may be gone after the decrement
-  if (out.fetch_sub(1, std::memory_order_acq_rel) == 1) out.notify_all();
+  // Last: the group's waiter may return, and free the scheduler, at once
+  // (its oneTBB group still waits for this oneTBB task to return).
+  if (counter) counter->finish();
+}
+
+void tbb_scheduler::impl::place(unsigned a, tbb::task_group& g, task&& t) {
+  if (current_arena() == int(a)) g.run(std::move(t));
+  else arenas[a]->arena.enqueue(g.defer(std::move(t)));
+  own().submits.fetch_add(1, std::memory_order_release);
 }
 
 void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
@@ -222,7 +244,7 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
   impl* p = p_.get();
   std::uint64_t hinted, remote;
   const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
-  p->arenas[a]->arena.enqueue(impl::task{p, a, hinted, remote, std::move(fn)});
+  p->place(a, p->arenas[a]->tasks, impl::task{p, a, hinted, remote, std::move(fn)});
 }
 
 namespace {
@@ -262,12 +284,10 @@ void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counte
     if (c.ext.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) g = fresh.release();
     else g = static_cast<tbb_group*>(expected);
   }
-  impl::task t{p, a, hinted, remote, [&c, f = std::move(fn)]() mutable { c.run(f); }};
   // A worker of the arena spawns onto its own deque (LIFO, as oneTBB's
   // task_group::run): its wait then runs its own subtasks first, so nested
   // groups nest about as deep as the recursion, not as the arena's queue.
-  if (p->current_arena() == int(a)) g->tg.run(std::move(t));
-  else p->arenas[a]->arena.enqueue(g->tg.defer(std::move(t)));
+  p->place(a, g->tg, impl::task{p, a, hinted, remote, std::move(fn), &c});
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
@@ -352,8 +372,8 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
 
 scheduler_stats tbb_scheduler::stats() const {
   scheduler_stats s;
-  s.tasks_submitted = p_->submitted.load();
-  s.tasks_run = p_->run.load();
+  s.tasks_submitted = p_->submitted_total();
+  for (unsigned i = 0; i <= p_->threads; ++i) s.tasks_run += p_->per_worker[i].fns.load();
   s.parallel_fors = p_->pfors.load();
   for (unsigned i = 0; i <= p_->threads; ++i) {
     scheduler_stats::worker w;
@@ -370,14 +390,14 @@ scheduler_stats tbb_scheduler::stats() const {
 }
 
 void tbb_scheduler::reset_stats() {
-  p_->submitted = 0;
-  p_->run = 0;
   p_->pfors = 0;
   for (unsigned i = 0; i <= p_->threads; ++i) {
     p_->per_worker[i].tasks = 0;
     p_->per_worker[i].busy = 0;
     p_->per_worker[i].hinted = 0;
     p_->per_worker[i].remote = 0;
+    p_->per_worker[i].submits = 0;
+    p_->per_worker[i].fns = 0;
   }
 }
 

@@ -101,7 +101,15 @@ struct task_counter {
   /// task finished (waking the waiter when it was the last). Returns true
   /// for the last, so that a scheduler can wake workers helping in `wait`;
   /// the counter may be gone by then.
-  bool run(std::function<void()>& fn) noexcept;
+  bool run(std::function<void()>& fn) noexcept {
+    invoke(fn);
+    return finish();
+  }
+  /// The halves of `run`, for a scheduler that counts its own statistics in
+  /// between: `invoke` runs `fn`, keeps its exception and releases its
+  /// captures; `finish` counts the task done (the counter may be gone after).
+  void invoke(std::function<void()>& fn) noexcept;
+  bool finish() noexcept;
   /// Sleeps until `pending` is 0.
   void wait() noexcept;
 
