@@ -4,10 +4,41 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace sinew_test {
+
+/// Runs `body` on its own thread; fails the test case (and ends the
+/// process, which a hung scheduler would otherwise keep alive) when it has
+/// not returned within `limit`.
+template <class F>
+inline void within(std::chrono::seconds limit, const std::string& what, F body) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto f = done->get_future();
+  std::thread t([done, body]() mutable {
+    try {
+      body();
+      done->set_value();
+    } catch (...) {
+      done->set_exception(std::current_exception());
+    }
+  });
+  if (f.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "%s: still waiting after %lld s (deadlock)\n", what.c_str(), (long long)limit.count());
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  t.join();
+  f.get();
+}
 
 /// CPU time (user + system) used by this process so far.
 inline double cpu_seconds() {

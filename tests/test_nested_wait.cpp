@@ -17,32 +17,9 @@
 #include "test_common.hpp"
 
 using sinew_test::inc;
+using sinew_test::within;
 
 namespace {
-
-/// Runs `body` on its own thread; fails the test case (and ends the
-/// process, which a hung scheduler would otherwise keep alive) when it has
-/// not returned within `limit`.
-template <class F>
-void within(std::chrono::seconds limit, const std::string& what, F body) {
-  auto done = std::make_shared<std::promise<void>>();
-  auto f = done->get_future();
-  std::thread t([done, body]() mutable {
-    try {
-      body();
-      done->set_value();
-    } catch (...) {
-      done->set_exception(std::current_exception());
-    }
-  });
-  if (f.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr, "%s: still waiting after %lld s (deadlock)\n", what.c_str(), (long long)limit.count());
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-  t.join();
-  f.get();
-}
 
 /// `outer` tasks, each running `inner` subtasks in its own task_group and
 /// waiting for them: the usual shape of divide and conquer.

@@ -35,6 +35,7 @@
 #include <sinew/schedulers/scheduler.hpp>
 #include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/task_graph.hpp>
 #include <sinew/schedulers/tbb_scheduler.hpp>
 #include <sinew/skeletons/farm.hpp>
 #include <sinew/skeletons/leaf.hpp>
