@@ -169,6 +169,19 @@ struct deal_scheduler::impl {
   task* take(int v, std::size_t first, bool& contended, worker* share = nullptr);
   task* find_work(worker& w, bool& contended);
   bool work_visible(const worker& w) const noexcept;
+  // What a waiter past workers::max_help_depth may run: its deque, then the
+  // newest task of its own shard of its node's queue (where its own pushes
+  // go when there are several nodes).
+  task* find_own(worker& w, bool& contended) {
+    task* t = nullptr;
+    if (w.dq.pop(t)) return t;
+    node_queue& Q = *nodes[std::size_t(w.node)];
+    return Q.shards[w.rank % Q.shards.size()]->try_take_newest(contended);
+  }
+  bool own_visible(const worker& w) const noexcept {
+    const node_queue& Q = *nodes[std::size_t(w.node)];
+    return !w.dq.empty_approx() || Q.shards[w.rank % Q.shards.size()]->size.load(std::memory_order_relaxed) != 0;
+  }
   bool all_empty() const noexcept;
 
   // ------------------------------------------------ workers (deal_workers.cpp)
@@ -201,9 +214,10 @@ template <class Done>
 void deal_scheduler::impl::help_until_done(worker& w, Done&& done) {
   node_queue& Q = *nodes[std::size_t(w.node)];
   std::uint64_t d = bmin();
+  const bool deep = w.depth >= detail::workers::max_help_depth;  // its own newest tasks only
   while (!done(std::memory_order_acquire)) {
     bool contended = false;
-    if (task* t = find_work(w, contended)) {
+    if (task* t = deep ? find_own(w, contended) : find_work(w, contended)) {
       run_task(w, t);
       d = bmin();
       continue;
@@ -220,7 +234,8 @@ void deal_scheduler::impl::help_until_done(worker& w, Done&& done) {
     Q.loop_waiters.fetch_add(1, std::memory_order_seq_cst);
     detail::seq_cst_fence();
     std::uint32_t e = Q.loop_epoch.load(std::memory_order_seq_cst);
-    if (!done(std::memory_order_seq_cst) && !work_visible(w)) detail::futex_wait(Q.loop_epoch, e);
+    if (!done(std::memory_order_seq_cst) && !(deep ? own_visible(w) : work_visible(w)))
+      detail::futex_wait(Q.loop_epoch, e);
     Q.loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
     d = bmax() * 2;  // woken: look once, then sleep again
   }

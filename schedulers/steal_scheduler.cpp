@@ -310,9 +310,11 @@ struct steal_scheduler::impl {
   template <class Done>
   void help_until_done(worker& w, Done&& done) {
     unsigned idle = 0;
+    const bool deep = w.depth >= workers::max_help_depth;  // own deque only
     while (!done(std::memory_order_acquire)) {
       bool contended = false;
-      if (task* t = find_work(w, contended)) {
+      task* t = nullptr;
+      if (deep ? w.dq.pop(t) : (t = find_work(w, contended)) != nullptr) {
         run_task(w, t);
         idle = 0;
         continue;
@@ -325,7 +327,8 @@ struct steal_scheduler::impl {
       loop_waiters.fetch_add(1, std::memory_order_seq_cst);
       detail::seq_cst_fence();
       std::uint32_t e = loop_epoch.load(std::memory_order_seq_cst);
-      if (!done(std::memory_order_seq_cst) && !work_visible(w)) futex_wait(loop_epoch, e);
+      if (!done(std::memory_order_seq_cst) && (deep ? w.dq.empty_approx() : !work_visible(w)))
+        futex_wait(loop_epoch, e);
       loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
       idle = pause_rounds;  // woken: look around a little, then sleep again
     }

@@ -13,7 +13,6 @@
 #include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
-#include "workers/run_task.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
@@ -248,15 +247,6 @@ void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) 
 }
 
 namespace {
-// The waits (task_group, graph run) a worker is inside, each running tasks
-// on its stack: past workers::max_help_depth a waiter sleeps instead.
-struct help_nesting {
-  static thread_local unsigned depth;
-  help_nesting() noexcept { ++depth; }
-  ~help_nesting() { --depth; }
-};
-thread_local unsigned help_nesting::depth = 0;
-
 // A task_group's oneTBB group: its tasks are oneTBB tasks of this group
 // (spawned on the submitting worker's deque when it is in their arena,
 // else deferred and enqueued into it), so that the waiter can join the
@@ -297,15 +287,12 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
   // (missing_wait). A worker of ours waits inside its arena, running tasks
   // meanwhile (nested groups cannot all be stuck behind waiting workers);
   // a thread from outside waits outside the arena, asleep, so that n
-  // workers run a group on n threads.
-  // A worker already workers::max_help_depth waits deep sleeps until the
-  // tasks are done (then joins the oneTBB group, which has nothing left to
-  // run), bounding its stack.
+  // workers run a group on n threads. oneTBB bounds the stack of nested
+  // waits itself: past its stealing threshold (half the thread's stack) a
+  // waiter runs only tasks of its own deque.
   if (auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire))) {
     try {
       if (p_->current_arena() >= 0) {
-        if (help_nesting::depth >= detail::workers::max_help_depth) c.wait();
-        help_nesting level;
         p_->arenas[g->arena]->arena.execute([&] { g->tg.wait(); });
       } else {
         g->tg.wait();
@@ -320,11 +307,9 @@ void tbb_scheduler::help_until(detail::help_latch& l) {
   if (l.is_open()) return;
   if (p_->waiters_sleep) return l.wait();
   // A worker of ours waiting (a run started from a task) works in its own
-  // arena, as a thread from outside does in the first; waits nested past
-  // max_help_depth sleep, bounding its stack.
+  // arena, as a thread from outside does in the first (the stack: as in
+  // wait_counted).
   const int ca = p_->current_arena();
-  if (ca >= 0 && help_nesting::depth >= detail::workers::max_help_depth) return l.wait();
-  help_nesting level;
   tbb::task_arena& arena = p_->arenas[ca >= 0 ? unsigned(ca) : 0]->arena;
   arena.execute([&] {
     // A group with one deferred empty task, enqueued when the latch opens:

@@ -1,7 +1,8 @@
 // Stress tests, the same for every policy (tbb, steal, deal): random
-// spawn trees and random task graphs (DAGs whose tasks start when their
-// predecessors' count reaches zero) lose no task and run none twice, and an
-// idle scheduler sleeps. The default suite runs a few hundred thousand
+// spawn trees, random task graphs (DAGs whose tasks start when their
+// predecessors' count reaches zero), random nested groups and random
+// sinew::task_graphs with throwing tasks and cancellation lose no task and
+// run none twice, and an idle scheduler sleeps. The default suite runs a few hundred thousand
 // tasks per policy; `sinew-tests "[stress]"` includes the hidden cases with
 // 1,000,000 tasks each.
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +25,8 @@
 #include <sinew/schedulers/deal_scheduler.hpp>
 #include <sinew/schedulers/steal_scheduler.hpp>
 #include <sinew/schedulers/tbb_scheduler.hpp>
+#include <sinew/schedulers/task_graph.hpp>
+#include <sinew/engine/error.hpp>
 
 using namespace sinew;
 using sched_test::scaled;
@@ -151,6 +155,112 @@ bool random_graph(scheduler& s, std::size_t n, std::uint32_t seed) {
   return all_once(hit);
 }
 
+// A random tree of `total` tasks run as nested groups: each task runs its
+// children in a task_group of its own and waits for it (the waiting worker
+// helps), the shape of divide and conquer. A node's parent is among the
+// first eighth of the nodes before it, so the tree is about log8(total)
+// deep, as recursive splitting is (waits nest on a worker's stack; a chain
+// of a million nested waits would overflow any library's). Returns whether
+// every task ran exactly once.
+bool nested_groups(scheduler& s, std::size_t total, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::uint32_t>> kids(total);
+  for (std::uint32_t i = 1; i < total; ++i) kids[rng() % std::max<std::uint32_t>(1, i / 8)].push_back(i);
+  std::vector<std::atomic<std::uint8_t>> hit(total);
+  std::function<void(std::uint32_t)> visit = [&](std::uint32_t i) {
+    hit[i].fetch_add(1, std::memory_order_relaxed);
+    if (kids[i].empty()) return;
+    task_group g(s);
+    for (std::uint32_t c : kids[i]) g.run([&visit, c] { visit(c); });
+    g.wait();
+  };
+  task_group root(s);
+  root.run([&] { visit(0); });
+  root.wait();
+  return all_once(hit);
+}
+
+// `rounds` runs of one random sinew::task_graph of `n` tasks (each after up
+// to 3 of the previous 64): plain runs of two iterations, runs where one
+// random task throws, and runs cancelled after a random delay. Checks that
+// no task runs twice in an iteration or before its predecessors, that a
+// plain run runs every task, that the exception reaches the waiter and no
+// task after the thrower runs, and that a cancelled run that did not end
+// normally ran every task at most once. Returns the tasks run.
+std::size_t task_graph_faults(scheduler& s, std::size_t n, std::size_t rounds, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::uint32_t>> pred(n), succ(n);
+  sinew::task_graph g("stress");
+  std::vector<std::atomic<std::uint32_t>> count(n);
+  std::atomic<std::uint32_t> thrower{UINT32_MAX};
+  std::atomic<std::size_t> order_errors{0};
+  std::vector<task_handle> h(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    h[i] = g.emplace([&, i] {
+      const std::uint32_t mine = count[i].load(std::memory_order_relaxed);
+      for (std::uint32_t p : pred[i])
+        if (count[p].load(std::memory_order_acquire) <= mine) order_errors.fetch_add(1);
+      count[i].fetch_add(1, std::memory_order_release);
+      if (thrower.load(std::memory_order_relaxed) == i) throw std::runtime_error("stress thrower");
+    });
+    for (unsigned k = rng() % 4, j = 0; i > 0 && j < k; ++j) {
+      const std::uint32_t p = i - 1 - std::uint32_t(rng() % std::min<std::uint32_t>(i, 64));
+      if (std::find(pred[i].begin(), pred[i].end(), p) != pred[i].end()) continue;
+      pred[i].push_back(p);
+      succ[p].push_back(i);
+      h[p].precede(h[i]);
+    }
+  }
+  std::size_t ran = 0;
+  std::vector<std::uint32_t> before(n);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < n; ++i) before[i] = count[i].load();
+    const std::size_t kind = r % 3;
+    std::uint32_t t = UINT32_MAX;
+    if (kind == 1) t = std::uint32_t(rng() % n);
+    thrower.store(t);
+    auto run = g.run_n(s, kind == 0 ? 2 : 1);
+    if (kind == 2) {
+      for (unsigned spin = rng() % 20'000; spin > 0; --spin) std::this_thread::yield();
+      run.cancel();
+    }
+    bool normal = true;
+    try {
+      run.wait();
+    } catch (const sinew::cancelled&) {
+      normal = false;
+      CHECK(kind == 2);
+    } catch (const std::runtime_error& e) {
+      normal = false;
+      CHECK(kind == 1);
+      CHECK(std::string(e.what()) == "stress thrower");
+    }
+    std::vector<char> after_thrower(n, 0);
+    if (kind == 1) {  // the thrower's descendants
+      CHECK_FALSE(normal);
+      std::vector<std::uint32_t> todo(succ[t].begin(), succ[t].end());
+      while (!todo.empty()) {
+        const std::uint32_t x = todo.back();
+        todo.pop_back();
+        if (after_thrower[x]) continue;
+        after_thrower[x] = 1;
+        todo.insert(todo.end(), succ[x].begin(), succ[x].end());
+      }
+    }
+    const std::uint32_t want = kind == 0 ? 2 : 1;
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint32_t d = count[i].load() - before[i];
+      ran += d;
+      if (normal ? d != want : (d > 1 || (after_thrower[i] && d != 0))) ++wrong;
+    }
+    INFO("round " << r << " kind " << kind);
+    REQUIRE(wrong == 0);
+  }
+  CHECK(order_errors.load() == 0);
+  return ran;
+}
+
 // CPU used by the process in half a second with nothing to do.
 double idle_cpu_seconds() {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // settle (other schedulers too)
@@ -179,6 +289,16 @@ TEST_CASE("every policy: random task graphs run each task once after its predece
   CHECK(random_graph(*s, scaled(200'000, 16'000), 9));
 }
 
+TEST_CASE("every policy: nested groups and task graphs with throwing tasks and cancellation",
+          "[sched3][stress][scheduler][task_graph][tsan]") {
+  const std::string p = GENERATE("tbb", "steal", "deal");
+  if (skip_under_tsan(p)) return;
+  auto s = make_policy(p);
+  INFO("policy " << p);
+  CHECK(nested_groups(*s, scaled(50'000, 5'000), 31));
+  CHECK(task_graph_faults(*s, scaled(5'000, 1'000), 9, 33) > 0);
+}
+
 TEST_CASE("every policy: one million tasks in random spawn trees and random graphs",
           "[sched3][.stress]") {
   const std::string p = GENERATE("tbb", "steal", "deal");
@@ -186,6 +306,9 @@ TEST_CASE("every policy: one million tasks in random spawn trees and random grap
   INFO("policy " << p);
   CHECK(spawn_trees(*s, 1'000'000, 21));
   CHECK(random_graph(*s, 1'000'000, 23));
+  CHECK(nested_groups(*s, 1'000'000, 25));
+  // 20,000 tasks x 75 rounds (plain rounds run the graph twice): over a million task runs.
+  CHECK(task_graph_faults(*s, 20'000, 75, 27) >= 1'000'000);
 }
 
 TEST_CASE("every policy: an idle scheduler uses less than 5 percent of a core",

@@ -9,8 +9,13 @@
 namespace sinew::detail::workers {
 
 // Tasks a worker may have on its stack while it waits for a parallel_for,
-// a task_group or a graph run: beyond this nesting a waiter sleeps instead
-// of running more.
+// a task_group or a graph run and runs any task it finds. Deeper, a waiter
+// runs only the newest tasks it queued itself (its own deque, LIFO, as
+// oneTBB does past its stealing threshold): in a nested wait those are the
+// waited tasks' descendants, so the stack grows with the recursion's depth
+// only, and every queued task keeps a worker that may run it (a waiter
+// that slept at the bound could leave its own queued subtasks to no one
+// once every worker was that deep).
 constexpr unsigned max_help_depth = 64;
 
 // What a helping waiter waits for, read with a given memory order: a count
@@ -29,16 +34,16 @@ inline auto latch_open(const help_latch& l) noexcept {
 // scheduler::wait_counted and help_until of a policy whose `impl` has
 // help_until_done(worker&, done) and announce_loop_done(): worker `w` (null:
 // not one of the policy's) helps until the group or run is done, so nested
-// waits cannot deadlock; another thread, or a worker max_help_depth tasks
-// deep, sleeps. A run's latch wakes the helpers when it opens.
+// waits cannot deadlock (past max_help_depth with its own tasks only);
+// another thread sleeps. A run's latch wakes the helpers when it opens.
 template <class Impl, class Worker>
 void wait_counted(Impl& p, Worker* w, task_counter& c) noexcept {
-  if (w && w->depth < max_help_depth) p.help_until_done(*w, count_done(c.pending));
+  if (w) p.help_until_done(*w, count_done(c.pending));
   else c.wait();
 }
 template <class Impl, class Worker>
 void help_until(Impl& p, Worker* w, help_latch& l) {
-  if (!w || w->depth >= max_help_depth || !l.arm([&p] { p.announce_loop_done(); })) return l.wait();
+  if (!w || !l.arm([&p] { p.announce_loop_done(); })) return l.wait();
   p.help_until_done(*w, latch_open(l));
 }
 

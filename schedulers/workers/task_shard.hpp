@@ -62,22 +62,36 @@ struct alignas(64) task_shard {
   // Null when the shard is empty, or its lock is taken (then `contended`).
   template <class Deque>
   T* try_take(Deque* share, bool& contended) noexcept {
-    if (size.load(std::memory_order_relaxed) == 0) return nullptr;
-    if (!m.try_lock()) {
-      contended = true;
-      return nullptr;
-    }
-    T* t = nullptr;
-    if (!q.empty()) {
-      t = q.front();
+    return take_locked(contended, [&] {
+      T* t = q.front();
       q.pop_front();
       if (share)
         for (std::size_t k = std::min<std::size_t>(q.size() / 2, 31); k > 0; --k) {
           share->push(q.front());
           q.pop_front();
         }
-      size.store(q.size(), std::memory_order_relaxed);
+      return t;
+    });
+  }
+  // The newest task (a worker's own latest push), or null: what a waiter
+  // whose stack is deep may run (workers::max_help_depth).
+  T* try_take_newest(bool& contended) noexcept {
+    return take_locked(contended, [&] {
+      T* t = q.back();
+      q.pop_back();
+      return t;
+    });
+  }
+  // `take()` under the lock when the shard is not empty; only tries the lock.
+  template <class Take>
+  T* take_locked(bool& contended, Take take) noexcept {
+    if (size.load(std::memory_order_relaxed) == 0) return nullptr;
+    if (!m.try_lock()) {
+      contended = true;
+      return nullptr;
     }
+    T* t = q.empty() ? nullptr : take();
+    size.store(q.size(), std::memory_order_relaxed);
     m.unlock();
     return t;
   }
