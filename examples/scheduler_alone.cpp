@@ -1,6 +1,6 @@
 // The scheduler alone: a policy chosen by name, a parallel loop, a task
-// group of independent tasks, nested groups (divide and conquer), and the
-// statistics of the run.
+// group of independent tasks, nested groups (divide and conquer), a task
+// graph run ten times, and the statistics of the run.
 //   usage: scheduler_alone [policy] [threads]        (default: steal 4)
 #include <sinew/sinew.hpp>
 
@@ -68,6 +68,20 @@ int main(int argc, char** argv) {
   root.wait();
   if (nested != want) {
     std::printf("scheduler_alone: nested sum %llu, expected %llu\n", (unsigned long long)nested,
+                (unsigned long long)want);
+    return 1;
+  }
+
+  // A task graph, built once and run ten times: split the range in four
+  // parts summed in parallel, then add them up after all four.
+  std::uint64_t part[4] = {}, total = 0;
+  sinew::task_graph graph("four parts");
+  auto add_up = graph.emplace([&] { total = part[0] + part[1] + part[2] + part[3]; }).name("add up");
+  for (std::uint64_t k = 0; k < 4; ++k)
+    graph.emplace([&part, &sum, k, n] { part[k] = sum(k * n / 4, (k + 1) * n / 4); }).precede(add_up);
+  graph.run_n(*s, 10).wait();
+  if (total != want) {
+    std::printf("scheduler_alone: task graph sum %llu, expected %llu\n", (unsigned long long)total,
                 (unsigned long long)want);
     return 1;
   }

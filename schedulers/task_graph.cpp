@@ -54,6 +54,8 @@ struct task_run {
   std::atomic<bool> stopping{false};  // a task failed or cancel() was called
   std::atomic<bool> cancel_requested{false};
   std::atomic<std::size_t> iterations{0};
+  std::atomic<bool> skipped{false};  // a task was not run because the run was stopping
+  bool cut_short = false;  // tasks or iterations were skipped (read after `done`)
   std::mutex m;
   std::exception_ptr error;
   help_latch done;
@@ -98,7 +100,9 @@ struct task_run {
   void execute(task_node* n) noexcept {
     while (n) {
       task_node* next = nullptr;
-      if (!stop_requested()) {
+      if (stop_requested()) {
+        skipped.store(true, std::memory_order_relaxed);
+      } else {
         // Ready again for the next pass of a loop through it.
         join[n->index].store(n->strong_preds, std::memory_order_relaxed);
         try {
@@ -134,7 +138,10 @@ struct task_run {
 
   // Whether to start another iteration (called with no task in flight).
   bool again() noexcept {
-    if (stop_requested()) return false;
+    if (stop_requested()) {
+      cut_short = skipped.load(std::memory_order_relaxed) || stop || left > 0;
+      return false;
+    }
     if (stop) {
       try {
         return !stop();
@@ -234,7 +241,7 @@ void task_graph_run::wait() {
     e = r_->error;
   }
   if (e) std::rethrow_exception(e);
-  if (r_->cancel_requested.load(std::memory_order_relaxed)) throw cancelled();
+  if (r_->cut_short && r_->cancel_requested.load(std::memory_order_relaxed)) throw cancelled();
 }
 
 bool task_graph_run::ready() const { return !r_ || r_->done.is_open(); }

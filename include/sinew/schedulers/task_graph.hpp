@@ -124,7 +124,9 @@ class task_graph_run {
   /// Waits until the run ends: a worker of the scheduler runs other tasks
   /// meanwhile, another thread sleeps (or, under `tbb`, works in the
   /// arena). Rethrows the first exception a task threw (the rest of the run
-  /// was then skipped), or throws `sinew::cancelled` after `cancel()`.
+  /// was then skipped), or throws `sinew::cancelled` when `cancel()` cut
+  /// the run short (a cancel that came too late to skip anything is not
+  /// an error).
   void wait();
   /// Whether the run has ended.
   bool ready() const;
