@@ -53,7 +53,7 @@ std::vector<affine> random_maps(std::size_t n) {
   return v;
 }
 
-// Lengths around the automatic block (16384) and around an explicit grain.
+// Lengths around reduce's smallest automatic block (16384) and its grains.
 const std::size_t lengths[] = {0, 1, 2, 1000, 16384, 16385, 100'003};
 
 // Big vectors compared with CHECK((a == b)): Catch would print them whole.
@@ -128,10 +128,12 @@ TEST_CASE("parallel_reduce matches the serial fold, in index order", "[algorithm
 }
 
 TEST_CASE("parallel scans match std inclusive_scan and exclusive_scan, in place or not", "[algorithms]") {
-  const auto v = random_values(100'003, 2, 1000);
-  const auto maps = random_maps(100'003);
+  const auto v = random_values(300'007, 2, 1000);
+  const auto maps = random_maps(300'007);
   for_each_scheduler({1u, 2u, 4u}, [&](sinew::scheduler& s) {
-    for (std::size_t n : lengths) {
+    // 300'007: long enough for the two parallel passes with 4 workers.
+    for (std::size_t n :
+         {std::size_t(0), std::size_t(1), std::size_t(1000), std::size_t(100'003), std::size_t(300'007)}) {
       INFO("n = " << n);
       const std::vector<std::uint64_t> x(v.begin(), v.begin() + std::ptrdiff_t(n));
       std::vector<std::uint64_t> want(n), got(n, 99);

@@ -8,8 +8,8 @@
 /// have finished (the first one recorded wins).
 ///
 /// Reduce and scan split the range into fixed blocks (`grain` elements, or
-/// an automatic size that depends only on the length and the scheduler's
-/// concurrency) and combine the per-block results in index order, so their
+/// sizes that depend only on the length and the scheduler's concurrency)
+/// and combine the per-block results in index order, so their
 /// results do not depend on which worker ran which block: an associative
 /// but non-commutative operation gives the serial order's result, and a
 /// floating-point one gives the same bits on every run of a given length,
@@ -91,7 +91,7 @@ void parallel_invoke(scheduler& s, F&&... f) {
 
 namespace detail {
 
-/// Block length for the iterator forms of reduce and scan: about eight
+/// Block length for the iterator form of reduce: about eight
 /// blocks per worker, none shorter than 16384 elements (a shorter block
 /// costs more to hand out than to run). Depends only on n and concurrency.
 inline std::size_t auto_grain(std::size_t n, unsigned concurrency) noexcept {
@@ -167,48 +167,69 @@ T parallel_reduce(scheduler& s, It first, It last, T init, Op op = {}) {
 
 namespace detail {
 
-/// Two-pass blocked scan of n elements: (1) the sum of every block but the
-/// last, in parallel; (2) a serial scan of those sums gives each block's
-/// offset; (3) every block scanned from its offset, in parallel. Reads an
-/// element before writing its output, so `out` may equal `first`. Without
-/// `init` the first block starts from its first element (inclusive only).
+/// Scans [b, e) (not empty) of `first` into `out` from `acc` (none: from
+/// x[b], inclusive only); returns the running value after x[e-1]. Reads x[i]
+/// before writing out[i], so `out` may be `first`.
+template <class T, bool Inclusive, class In, class Out, class Op>
+T scan_block(In first, Out out, std::size_t b, std::size_t e, std::optional<T> acc, Op& op) {
+  std::size_t i = b;
+  if (!acc) acc.emplace(first[i++]);
+  else if constexpr (Inclusive) acc.emplace(op(std::move(*acc), first[i++]));
+  T a = std::move(*acc);
+  if constexpr (Inclusive) {
+    out[b] = a;
+    for (; i < e; ++i) {
+      a = op(std::move(a), first[i]);
+      out[i] = a;
+    }
+  } else {
+    for (; i < e; ++i) {
+      T next = op(a, first[i]);
+      out[i] = std::move(a);
+      a = std::move(next);
+    }
+  }
+  return a;
+}
+
+/// Blocked scan of n elements in two parallel passes, for P workers. The
+/// range is cut into a head of n/(2P-1) elements and P sub-blocks for each
+/// of the 2P-2 equal parts after it. Pass 1: one task scans the head for
+/// good (reading and writing it costs about twice a sum) while the others
+/// sum the parts' sub-blocks; a serial scan of those sums gives every
+/// sub-block's offset; pass 2: the sub-blocks are scanned from their
+/// offsets, P per worker. The grouping depends only on n and P.
 template <class T, bool Inclusive, class In, class Out, class Op>
 Out blocked_scan(scheduler& s, In first, In last, Out out, std::optional<T> init, Op& op) {
   const std::size_t n = std::size_t(last - first);
   if (n == 0) return out;
-  const std::size_t grain = auto_grain(n, s.concurrency());
-  const std::size_t blocks = (n + grain - 1) / grain;
-  std::vector<std::optional<T>> offset(blocks);
-  offset[0] = std::move(init);
-  if (blocks > 1) {
-    auto sums = block_results<T>(s, {}, grain * (blocks - 1), grain,
-                                 [&](std::size_t b, std::size_t e) -> T {
-                                   T acc(first[b]);
-                                   for (std::size_t i = b + 1; i < e; ++i) acc = op(std::move(acc), first[i]);
-                                   return acc;
-                                 });
-    for (std::size_t k = 1; k < blocks; ++k)
-      offset[k].emplace(offset[k - 1] ? op(*offset[k - 1], std::move(*sums[k - 1])) : std::move(*sums[k - 1]));
+  const std::size_t P = std::max(1u, s.concurrency());
+  const std::size_t parts = 2 * P - 2, subs = parts * P;
+  if (P == 1 || n < 8192 * (subs + 1)) {  // too short to share
+    scan_block<T, Inclusive>(first, out, 0, n, std::move(init), op);
+    return out + std::ptrdiff_t(n);
   }
-  s.parallel_for(blocks, 1, [&](std::size_t kb, std::size_t ke) {
-    for (std::size_t k = kb; k < ke; ++k) {
-      const std::size_t b = k * grain, e = std::min(n, b + grain);
-      if constexpr (Inclusive) {
-        T acc = offset[k] ? op(*offset[k], first[b]) : T(first[b]);
-        out[b] = acc;
-        for (std::size_t i = b + 1; i < e; ++i) {
-          acc = op(std::move(acc), first[i]);
-          out[i] = acc;
-        }
-      } else {
-        T acc = *offset[k];
-        for (std::size_t i = b; i < e; ++i) {
-          T next = op(acc, first[i]);  // read x[i] before out[i] may overwrite it
-          out[i] = std::move(acc);
-          acc = std::move(next);
-        }
+  const std::size_t head = n / (2 * P - 1);
+  auto sub_begin = [&](std::size_t k) { return head + (n - head) * k / subs; };
+  std::vector<std::optional<T>> sum(subs + 1);  // sum[0]: through the head; sum[k+1]: sub-block k
+  s.parallel_for(parts + 1, 1, [&](std::size_t jb, std::size_t je) {
+    for (std::size_t j = jb; j < je; ++j) {
+      if (j == 0) {
+        sum[0].emplace(scan_block<T, Inclusive>(first, out, 0, head, init, op));
+        continue;
+      }
+      for (std::size_t k = (j - 1) * P; k < j * P; ++k) {
+        const std::size_t b = sub_begin(k), e = sub_begin(k + 1);
+        T acc(first[b]);
+        for (std::size_t i = b + 1; i < e; ++i) acc = op(std::move(acc), first[i]);
+        sum[k + 1].emplace(std::move(acc));
       }
     }
+  });
+  for (std::size_t k = 1; k < subs; ++k) sum[k].emplace(op(*sum[k - 1], std::move(*sum[k])));
+  // sum[k] is now the running value before sub-block k.
+  s.parallel_for(subs, 1, [&](std::size_t kb, std::size_t ke) {
+    for (std::size_t k = kb; k < ke; ++k) scan_block<T, Inclusive>(first, out, sub_begin(k), sub_begin(k + 1), sum[k], op);
   });
   return out + std::ptrdiff_t(n);
 }
