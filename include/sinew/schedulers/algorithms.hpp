@@ -319,9 +319,9 @@ std::size_t merge_split(A a, std::size_t m, B b, std::size_t k, std::size_t d, C
 
 /// Parallel merge sort with a scratch buffer of n elements: `leaves` runs
 /// sorted by std::sort in parallel, then ceil(log2 leaves) levels, each
-/// merging pairs of runs into the other array with one parallel_for over
-/// the output (every block of output found by `merge_split`, so a level
-/// keeps all workers busy however many runs are left). The leaves are
+/// merging pairs of runs into the other array with parallel_for over
+/// pieces of the output (each piece's inputs found by `merge_split`, so a
+/// level keeps all workers busy however many runs are left). The leaves are
 /// sorted where an even number of levels leaves the result in place.
 template <class It, class Comp>
 class merge_sorter {
@@ -354,8 +354,11 @@ class merge_sorter {
     // it); trivially copyable values are copied only when the level count
     // is odd, so that the last level writes into the input.
     const bool leaves_in_buf = !raw || levels % 2 == 1;
-    s_.parallel_for(built_.size(), 1, [&](std::size_t lb, std::size_t le) {
-      for (std::size_t i = lb; i < le; ++i) {
+    // One task per leaf (a task group, not parallel_for: a loop of many
+    // chunks may first time one on the calling thread, alone).
+    task_group g(s_);
+    for (std::size_t i = 0; i < built_.size(); ++i)
+      g.run([this, i, leaves_in_buf] {
         const std::size_t b = leaves_[i], e = leaves_[i + 1];
         if (!leaves_in_buf) {
           std::sort(a_ + b, a_ + e, comp_);
@@ -365,8 +368,8 @@ class merge_sorter {
           built_[i] = 1;
           std::sort(buf_ + b, buf_ + e, comp_);
         }
-      }
-    });
+      });
+    g.wait();
     bool in_buf = leaves_in_buf;
     while (bounds_.size() > 2) {
       if (in_buf) merge_level(buf_, a_);
@@ -379,7 +382,9 @@ class merge_sorter {
   }
 
  private:
-  std::size_t grain() const { return std::max<std::size_t>(n_ / (8 * std::max(1u, s_.concurrency())), 1 << 15); }
+  /// Output elements per merge piece: many pieces per worker, so that the
+  /// first, which parallel_for may time alone on the caller, is short.
+  std::size_t grain() const { return std::max<std::size_t>(n_ / (64 * std::max(1u, s_.concurrency())), 1 << 15); }
 
   /// Merges runs 2j and 2j+1 of `src` (an odd last run is moved as it is)
   /// into `dst`, and keeps the merged runs' bounds. The output is cut into
@@ -432,7 +437,7 @@ class merge_sorter {
 }  // namespace detail
 
 /// Sorts [first, last) (random-access) by `comp`, not stably, in parallel:
-/// a merge sort over about two runs per worker with a scratch buffer of
+/// a merge sort over about four runs per worker with a scratch buffer of
 /// n elements (`detail::merge_sorter`); std::sort for short ranges or one
 /// worker. No locality hint: the data moves between halves and the buffer.
 /// If `comp` throws, the exception is rethrown and the range holds an
@@ -446,7 +451,7 @@ template <class It, class Comp = std::less<>>
 void parallel_sort(scheduler& s, It first, It last, Comp comp = {}) {
   const std::size_t n = std::size_t(last - first);
   constexpr std::size_t min_leaf = std::size_t(1) << 14;
-  const std::size_t leaves = std::min<std::size_t>(std::size_t(s.concurrency()) * 2, n / min_leaf);
+  const std::size_t leaves = std::min<std::size_t>(std::size_t(s.concurrency()) * 4, n / min_leaf);
   if (leaves < 2) {
     std::sort(first, last, comp);
     return;
