@@ -126,7 +126,10 @@ std::vector<std::optional<T>> block_results(scheduler& s, const locality_hint& h
 /// \code
 /// std::string all = sinew::parallel_reduce(
 ///     s, words.size(), 64, std::string{},
-///     [&](std::size_t b, std::size_t e, std::string acc) { for (auto i = b; i < e; ++i) acc += words[i]; return acc; },
+///     [&](std::size_t b, std::size_t e, std::string acc) {
+///       for (auto i = b; i < e; ++i) acc += words[i];
+///       return acc;
+///     },
 ///     [](std::string l, const std::string& r) { return l + r; });          // words in order
 /// \endcode
 template <class T, class Block, class Combine>
@@ -229,7 +232,8 @@ Out blocked_scan(scheduler& s, In first, In last, Out out, std::optional<T> init
   for (std::size_t k = 1; k < subs; ++k) sum[k].emplace(op(*sum[k - 1], std::move(*sum[k])));
   // sum[k] is now the running value before sub-block k.
   s.parallel_for(subs, 1, [&](std::size_t kb, std::size_t ke) {
-    for (std::size_t k = kb; k < ke; ++k) scan_block<T, Inclusive>(first, out, sub_begin(k), sub_begin(k + 1), sum[k], op);
+    for (std::size_t k = kb; k < ke; ++k)
+      scan_block<T, Inclusive>(first, out, sub_begin(k), sub_begin(k + 1), sum[k], op);
   });
   return out + std::ptrdiff_t(n);
 }
@@ -398,7 +402,9 @@ class merge_sorter {
     for (std::size_t j = 0; j + 1 < bounds_.size(); j += 2) next.push_back(bounds_[j]);
     next.push_back(n_);
     const std::size_t g = grain(), pieces = (n_ + g - 1) / g;
-    auto run_of = [&](std::size_t d) { return std::size_t(std::upper_bound(next.begin(), next.end(), d) - next.begin()) - 1; };
+    auto run_of = [&](std::size_t d) {
+      return std::size_t(std::upper_bound(next.begin(), next.end(), d) - next.begin()) - 1;
+    };
     auto split = [&](std::size_t r, std::size_t x) {  // elements of run r's first input among its first x outputs
       const std::size_t lo = next[r], mid = bounds_[2 * r + 1], hi = next[r + 1];  // mid == hi: an odd last run
       return merge_split(src + lo, mid - lo, src + mid, hi - mid, x, comp_);
