@@ -1,9 +1,11 @@
 // The scheduler alone: a policy chosen by name, a parallel loop, a task
 // group of independent tasks, nested groups (divide and conquer), a task
-// graph run ten times, and the statistics of the run.
+// graph run ten times, the parallel algorithms (reduce, scan, sort), and
+// the statistics of the run.
 //   usage: scheduler_alone [policy] [threads]        (default: steal 4)
 #include <sinew/sinew.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +85,20 @@ int main(int argc, char** argv) {
   if (total != want) {
     std::printf("scheduler_alone: task graph sum %llu, expected %llu\n", (unsigned long long)total,
                 (unsigned long long)want);
+    return 1;
+  }
+
+  // The algorithms: the same sum by parallel_reduce, prefix sums by a scan,
+  // and y (increasing) sorted in decreasing order.
+  std::vector<std::uint64_t> ints(n), prefix(n);
+  std::iota(ints.begin(), ints.end(), std::uint64_t(0));
+  const std::uint64_t reduced = sinew::parallel_reduce(*s, ints.begin(), ints.end(), std::uint64_t(0));
+  sinew::parallel_inclusive_scan(*s, ints.begin(), ints.end(), prefix.begin());
+  sinew::parallel_sort(*s, y.begin(), y.end(), std::greater<>{});
+  if (reduced != want || prefix.back() != want || y.front() != 2.f * x.back() + 1.f ||
+      !std::is_sorted(y.begin(), y.end(), std::greater<>{})) {
+    std::printf("scheduler_alone: parallel_reduce %llu, scan %llu (expected %llu), or the sort is wrong\n",
+                (unsigned long long)reduced, (unsigned long long)prefix.back(), (unsigned long long)want);
     return 1;
   }
 

@@ -30,6 +30,7 @@
 #include <sinew/engine/view.hpp>
 #include <sinew/engine/work_unit.hpp>
 #include <sinew/distributed/distributed.hpp>
+#include <sinew/schedulers/algorithms.hpp>
 #include <sinew/schedulers/async.hpp>
 #include <sinew/schedulers/deal_scheduler.hpp>
 #include <sinew/schedulers/scheduler.hpp>

@@ -1,0 +1,193 @@
+// algorithms: sinew/schedulers/algorithms.hpp against oneTBB's algorithms on
+// 10^8 elements (--quick 10^7, --smoke 10^5), in elements per second:
+//
+//  * reduce: sum of doubles (i % 1024, so every order of the sum is exact),
+//    sinew::parallel_reduce's index form vs tbb::parallel_reduce, both with
+//    the same serial loop per block;
+//  * scan: inclusive prefix sums of int64, out of place,
+//    sinew::parallel_inclusive_scan vs tbb::parallel_scan;
+//  * sort: random uint32 (one fixed sequence, copied back before every run,
+//    untimed), sinew::parallel_sort vs tbb::parallel_sort.
+//
+// Sinew runs under each policy (`make_scheduler(p, {.threads =
+// thread_count()})`, one scheduler alive at a time); the peers run inside
+// peer_arena(). Every run's result is checked.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_reduce.h>
+#include <oneapi/tbb/parallel_scan.h>
+#include <oneapi/tbb/parallel_sort.h>
+#include <oneapi/tbb/task_arena.h>
+#include <sinew/schedulers/algorithms.hpp>
+#include <sinew/schedulers/scheduler_registry.hpp>
+
+#include "bench.hpp"
+
+namespace {
+
+namespace sb = sinew_bench;
+
+struct data {
+  std::vector<double> x;  ///< reduce input
+  double sum = 0;         ///< its exact sum
+  std::vector<std::int64_t> in, out;  ///< scan
+  std::vector<std::uint32_t> orig, keys;  ///< sort: the input, and the array sorted in place
+  std::uint64_t keys_sum = 0;
+
+  explicit data(std::size_t n) : x(n), in(n), out(n), orig(n), keys(n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = double(i % 1024);
+      sum += x[i];
+      in[i] = std::int64_t(i % 7) - 2;
+    }
+    std::mt19937 g(42);
+    for (auto& k : orig) {
+      k = g();
+      keys_sum += k;
+    }
+  }
+
+  std::string check_sum(double got) const {
+    return got == sum ? "" : "sum " + std::to_string(got) + ", expected " + std::to_string(sum);
+  }
+  std::string check_scan() const {
+    std::int64_t prev = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (out[i] != prev + in[i]) return "scan wrong at " + std::to_string(i);
+      prev = out[i];
+    }
+    return "";
+  }
+  std::string check_sort() const {
+    if (!std::is_sorted(keys.begin(), keys.end())) return "not sorted";
+    std::uint64_t s = 0;
+    for (auto k : keys) s += k;
+    return s == keys_sum ? "" : "sorted keys are not the input's";
+  }
+};
+
+double block_sum(const double* x, std::size_t b, std::size_t e, double acc) {
+  for (std::size_t i = b; i < e; ++i) acc += x[i];
+  return acc;
+}
+
+void run(sb::context& ctx) {
+  const std::size_t n = ctx.smoke() ? 100'000 : ctx.quick() ? 10'000'000 : 100'000'000;
+  const unsigned threads = sb::thread_count();
+  const std::size_t grain = 1 << 16;  // reduce: blocks of 512 KiB
+  ctx.param("elements", n);
+  ctx.param("threads", threads);
+  ctx.param("reduce_grain", grain);
+  data d(n);
+  struct policy_result {
+    std::string name;
+    const sb::series *reduce, *scan, *sort;
+  };
+  std::vector<policy_result> policies;
+  double got_sum = 0;
+  auto reset_keys = [&] { std::copy(d.orig.begin(), d.orig.end(), d.keys.begin()); };
+  // One variant in elements per second; the sorts reset their input first.
+  auto measure = [&](const std::string& name, std::function<void()> run, std::function<std::string()> check,
+                     const std::string& note) -> const sb::series& {
+    return ctx.measure({.name = name,
+                        .unit = "Melem/s",
+                        .better = sb::higher,
+                        .setup = name.starts_with("sort") ? std::function<void()>(reset_keys) : nullptr,
+                        .run = std::move(run),
+                        .to_metric = [n](double s) { return double(n) / s / 1e6; },
+                        .check = std::move(check),
+                        .note = note});
+  };
+  auto check_sum = [&] { return d.check_sum(got_sum); };
+  auto check_scan = [&] { return d.check_scan(); };
+  auto check_sort = [&] { return d.check_sort(); };
+
+  // ---- Sinew's policies, one scheduler at a time.
+  for (const char* policy : {"tbb", "steal", "deal"}) {
+    const std::string p = policy;
+    std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler(p, {.threads = threads});
+    sinew::scheduler& sr = *s;
+    const auto& reduce = measure(
+        "reduce, sinew " + p,
+        [&] {
+          got_sum = sinew::parallel_reduce(
+              sr, n, grain, 0.0,
+              [&](std::size_t b, std::size_t e, double acc) { return block_sum(d.x.data(), b, e, acc); },
+              std::plus<>{});
+        },
+        check_sum, p + "_scheduler(" + std::to_string(sr.concurrency()) + "), index form, grain 65536");
+    const auto& scan = measure(
+        "scan, sinew " + p, [&] { sinew::parallel_inclusive_scan(sr, d.in.begin(), d.in.end(), d.out.begin()); },
+        check_scan, "int64, out of place");
+    const auto& sort = measure(
+        "sort, sinew " + p, [&] { sinew::parallel_sort(sr, d.keys.begin(), d.keys.end()); }, check_sort,
+        "random uint32");
+    policies.push_back({p, &reduce, &scan, &sort});
+  }
+
+  // ---- Peer: oneTBB's algorithms in the peers' arena.
+  const auto& t_reduce = measure(
+      "reduce, tbb::parallel_reduce",
+      [&] {
+        sb::peer_arena().execute([&] {
+          got_sum = tbb::parallel_reduce(
+              tbb::blocked_range<std::size_t>(0, n), 0.0,
+              [&](const tbb::blocked_range<std::size_t>& r, double acc) {
+                return block_sum(d.x.data(), r.begin(), r.end(), acc);
+              },
+              std::plus<>{});
+        });
+      },
+      check_sum, "auto_partitioner");
+  const auto& t_scan = measure(
+      "scan, tbb::parallel_scan",
+      [&] {
+        sb::peer_arena().execute([&] {
+          tbb::parallel_scan(
+              tbb::blocked_range<std::size_t>(0, n), std::int64_t(0),
+              [&](const tbb::blocked_range<std::size_t>& r, std::int64_t acc, bool final) {
+                const std::int64_t* in = d.in.data();
+                std::int64_t* out = d.out.data();
+                for (std::size_t i = r.begin(); i < r.end(); ++i) {
+                  acc += in[i];
+                  if (final) out[i] = acc;
+                }
+                return acc;
+              },
+              std::plus<>{});
+        });
+      },
+      check_scan, "int64, out of place");
+  const auto& t_sort = measure(
+      "sort, tbb::parallel_sort",
+      [&] { sb::peer_arena().execute([&] { tbb::parallel_sort(d.keys.begin(), d.keys.end()); }); }, check_sort,
+      "random uint32");
+
+  struct alg {
+    const char* name;
+    const sb::series* policy_result::*mine;
+    const sb::series* peer;
+    const char* what;
+  };
+  for (const alg& a : {alg{"reduce", &policy_result::reduce, &t_reduce, "tbb::parallel_reduce"},
+                       alg{"scan", &policy_result::scan, &t_scan, "tbb::parallel_scan"},
+                       alg{"sort", &policy_result::sort, &t_sort, "tbb::parallel_sort"}})
+    for (const auto& p : policies)
+      ctx.ratio(std::string("algorithms_") + a.name + "_" + p.name, (p.*a.mine)->stats.median / a.peer->stats.median,
+                0.95, sb::higher,
+                "sinew " + p.name + " elements/s / " + a.what + " elements/s (medians)");
+}
+
+const sb::registrar reg("algorithms",
+                        "parallel reduce (sum of doubles), inclusive scan (int64) and sort (uint32) of 10^8 "
+                        "elements (quick 10^7): Sinew's algorithms under tbb/steal/deal vs oneTBB's",
+                        run);
+
+}  // namespace
