@@ -5,7 +5,7 @@
 #   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
 #                                           #   -> $OUT/MODE-<N>core.tar.gz
 #   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
-# MODE: devices | sched16 | e2e | opencl | pipeline | fuzz (below). A mode writes
+# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | fuzz (below). A mode writes
 # the same file names every time, so `install` REPLACES the previous run's files
 # of those names (a .json/.txt pair whole: a benchmark killed by its timeout
 # leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
@@ -73,8 +73,8 @@ fi
 mode=${1:-}
 carry=${CARRY:-dev-carry}
 case "$mode" in
-  devices|sched16|e2e|opencl|pipeline|fuzz) ;;
-  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|pipeline|fuzz" >&2
+  devices|sched16|e2e|opencl|tasks|pipeline|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|fuzz" >&2
      exit 2 ;;
 esac
 root=$PWD
@@ -128,6 +128,15 @@ case "$mode" in
     one multidevice_saxpy 60 ./sinew-bench multidevice_saxpy
     one cpp_vs_opencl_cpu 150 ./sinew-bench cpp_vs_opencl_cpu
     one opencl_leaves 60 ./sinew-bench opencl_leaves ;;
+  tasks)  # issue 22: the scheduling library on 16 cores (tests, a million-task stress, sched_spawn, task_graphs, algorithms), < 9 min
+    machine
+    { timeout 90 ./sinew-tests "[task_graph],[nested],[async],[algorithms],[sched3]" ; echo "sinew-tests rc=$?"; } > "$d/tasks-tests.txt" 2>&1
+    record "$d" "bash $carry/run.sh $mode: timeout 90 ./sinew-tests \"[task_graph],[nested],[async],[algorithms],[sched3]\"" tasks-tests.txt
+    { timeout 60 ./sinew-tests "every policy: one million tasks in random spawn trees and random graphs" ; echo "sinew-tests rc=$?"; } > "$d/tasks-stress.txt" 2>&1
+    record "$d" "bash $carry/run.sh $mode: timeout 60 ./sinew-tests \"every policy: one million tasks in random spawn trees and random graphs\"" tasks-stress.txt
+    one sched_spawn 45 ./sinew-bench sched_spawn --quick
+    one task_graphs 120 ./sinew-bench task_graphs
+    one algorithms 240 ./sinew-bench algorithms ;;
   pipeline)  # pipeline_overhead at full size: about 200 s on 16 cores
     machine
     one pipeline_overhead 400 ./sinew-bench pipeline_overhead ;;
