@@ -1,8 +1,10 @@
 #pragma once
 /// \file tbb_scheduler.hpp
 /// The default policy: oneTBB's work-stealing scheduler, one `task_arena`
-/// per NUMA node. Stage activations are enqueued (FIFO-fair, so a busy stage
-/// cannot starve another); map chunks use `tbb::parallel_for`.
+/// per NUMA node. A task submitted by a task of the same arena is spawned
+/// onto that worker's deque (as `tbb::task_group::run`); one submitted from
+/// any other thread is enqueued into the arena (FIFO); map chunks use
+/// `tbb::parallel_for`.
 ///
 /// NUMA: built over a `topology`, the scheduler has one
 /// arena per node with as many slots as the node has cores; on a real
