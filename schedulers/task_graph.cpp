@@ -432,16 +432,18 @@ std::string quoted(const std::string& s) {
 
 struct dot_writer {
   std::ostream& os;
-  std::vector<const task_graph*> done;  // graphs drawn, by order: their id prefix
-  std::vector<const task_graph*> todo;
+  // Graphs in the order they get ids ("g<id>_t<task>"): those drawn, then
+  // those composed somewhere and still to draw as clusters.
+  std::vector<const task_graph*> drawn;
+  std::vector<const task_graph*> queued;
 
   std::size_t id_of(const task_graph* g) {
-    for (std::size_t i = 0; i < done.size(); ++i)
-      if (done[i] == g) return i;
-    for (std::size_t i = 0; i < todo.size(); ++i)
-      if (todo[i] == g) return done.size() + i;
-    todo.push_back(g);
-    return done.size() + todo.size() - 1;
+    for (std::size_t i = 0; i < drawn.size(); ++i)
+      if (drawn[i] == g) return i;
+    for (std::size_t i = 0; i < queued.size(); ++i)
+      if (queued[i] == g) return drawn.size() + i;
+    queued.push_back(g);
+    return drawn.size() + queued.size() - 1;
   }
 };
 
@@ -450,11 +452,11 @@ struct dot_writer {
 void task_graph::dot(std::ostream& os) const {
   dot_writer w{os, {}, {this}};
   os << "digraph " << quoted(name_) << " {\n  node [shape=box];\n";
-  while (!w.todo.empty()) {
-    const task_graph* g = w.todo.front();
-    w.todo.erase(w.todo.begin());
-    w.done.push_back(g);
-    const std::size_t gid = w.done.size() - 1;
+  while (!w.queued.empty()) {
+    const task_graph* g = w.queued.front();
+    w.queued.erase(w.queued.begin());
+    w.drawn.push_back(g);
+    const std::size_t gid = w.drawn.size() - 1;
     const std::string pre = "g" + std::to_string(gid) + "_t";
     const char* indent = gid == 0 ? "  " : "    ";
     if (gid != 0) os << "  subgraph cluster_" << gid << " {\n    label=" << quoted(g->name_) << ";\n";
