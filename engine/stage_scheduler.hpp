@@ -19,8 +19,8 @@ class stage_scheduler final : public scheduler {
   stage_scheduler(scheduler& real, stage_rt& st) : real_(real), st_(st) {}
   const char* name() const noexcept override { return real_.name(); }
   unsigned concurrency() const noexcept override { return real_.concurrency(); }
-  void submit(std::function<void()> fn, const locality_hint& hint) override { real_.submit(std::move(fn), hint); }
-  void submit_counted(std::function<void()> fn, task_counter& c, const locality_hint& hint) override {
+  void submit(task_function fn, const locality_hint& hint) override { real_.submit(std::move(fn), hint); }
+  void submit_counted(task_function fn, task_counter& c, const locality_hint& hint) override {
     real_.submit_counted(std::move(fn), c, hint);
   }
   /// Intercepted: counts the chunks, and passes the placement of the unit's

@@ -52,11 +52,11 @@ int deal_scheduler::choose_node(std::span<const std::uint64_t> D, int local_node
   return p_->choose(D, local_node);
 }
 
-void deal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+void deal_scheduler::submit(task_function fn, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), nullptr, hint);
 }
 
-void deal_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+void deal_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), &c, hint);
 }
 
@@ -64,7 +64,7 @@ void deal_scheduler::wait_counted(detail::task_counter& c) noexcept { workers::w
 
 void deal_scheduler::help_until(detail::help_latch& l) { workers::help_until(*p_, p_->me(), l); }
 
-void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
+void deal_scheduler::submit_counted_impl(task_function&& fn, detail::task_counter* c, const locality_hint& hint) {
   if (!fn) throw error("deal_scheduler::submit: empty function");
   impl& p = *p_;
   impl::worker* w = p.me();
@@ -93,7 +93,7 @@ void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_
           1, std::memory_order_relaxed);
     } else {
       node = local;
-      (w ? w->kept_local : p.ext_kept_local).fetch_add(1, std::memory_order_relaxed);
+      workers::count_one(w, &impl::worker::kept_local, p.ext_kept_local);
     }
   } else {
     t->D.clear();
@@ -103,10 +103,10 @@ void deal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_
           1, std::memory_order_relaxed);
     } else {
       node = w ? w->node : p.outside_node();
-      (w ? w->kept_local : p.ext_kept_local).fetch_add(1, std::memory_order_relaxed);
+      workers::count_one(w, &impl::worker::kept_local, p.ext_kept_local);
     }
   }
-  (w ? w->submitted : p.sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
+  workers::count_one(w, &impl::worker::submitted, p.sc.ext_submitted);
   t->fn = std::move(fn);
   t->counter = c;
   // One node: nothing to deal or steal across nodes, so a worker's task goes

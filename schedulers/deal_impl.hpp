@@ -39,7 +39,7 @@ struct task : workers::scalable_new {
   int submitter = -1;            // index of the enqueuing worker, -1: outside thread
   std::uint64_t total = 0;       // sum(D); 0: no D
   std::vector<std::uint64_t> D;  // bytes on each node (when total > 0)
-  std::function<void()> fn;
+  task_function fn;
   task_counter* counter = nullptr;  // a task_group's task: counted there when it ends
   void recycle() noexcept {
     loop = nullptr;

@@ -196,6 +196,7 @@ void deal_scheduler::impl::worker_main(worker& w) {
       continue;
     }
     if (contended) continue;
+    w.busy_end();
     Q.lot.start_searching(w.park);
     if (d <= bmax() && !stopping.load(std::memory_order_relaxed)) {
       backoff_wait(w, d);  // exponential back-off of Algorithm 2

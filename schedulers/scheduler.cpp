@@ -95,14 +95,14 @@ int cheapest_node(const topology& t, std::span<const std::uint64_t> D, int prefe
 
 }  // namespace detail
 
-void detail::task_counter::invoke(std::function<void()>& fn) noexcept {
+void detail::task_counter::invoke(task_function& fn) noexcept {
   try {
     fn();
   } catch (...) {
     std::lock_guard<std::mutex> lk(m);
     if (!error) error = std::current_exception();
   }
-  fn = nullptr;  // captures go before the waiter can return
+  fn.reset();  // captures go before the waiter can return
 }
 
 bool detail::task_counter::finish() noexcept {
@@ -145,7 +145,7 @@ bool detail::help_latch::arm(std::function<void()> hook) {
   return true;
 }
 
-void task_group::run(std::function<void()> fn, const locality_hint& hint) {
+void task_group::run(task_function fn, const locality_hint& hint) {
   c_.pending.fetch_add(1, std::memory_order_relaxed);
   try {
     s_.submit_counted(std::move(fn), c_, hint);

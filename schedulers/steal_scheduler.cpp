@@ -60,6 +60,14 @@ inline void idle_backoff(unsigned round) noexcept {
 
 constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
 
+// Idle rounds that look at every other worker's deque; later rounds try one
+// victim each, in turn (as oneTBB's thieves do), until the check before
+// parking, which looks at all. Searchers that scan every deque each round
+// keep reading the lines a busy owner writes with each push and pop: on a
+// chain of tasks on 16 cores they slowed the owner and stole a quarter of
+// its tasks (docs/schedulers.md).
+constexpr unsigned full_scan_rounds = 2;
+
 // A task: a submitted function, or a block [b, e) of a parallel_for.
 struct task : workers::scalable_new {
   task* next_free = nullptr;
@@ -67,7 +75,7 @@ struct task : workers::scalable_new {
   std::size_t b = 0, e = 0;
   std::uint64_t total = 0;         // sum(D) of the task's locality hint; 0: none
   std::vector<std::uint64_t> D;    // bytes on each node (when total > 0)
-  std::function<void()> fn;
+  task_function fn;
   detail::task_counter* counter = nullptr;  // a task_group's task: counted there when it ends
   void recycle() noexcept {
     loop = nullptr;
@@ -92,6 +100,7 @@ struct steal_scheduler::impl {
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
+    unsigned victim = 0;
   };
 
   impl(unsigned n, bool pin, topology t) : threads(n), pin(pin), topo(std::move(t)) {}
@@ -242,9 +251,10 @@ struct steal_scheduler::impl {
     return false;
   }
 
-  // Own deque, injection queue, then one round of steals starting after `w`.
+  // Own deque, injection queue, then steals starting after `w`: from every
+  // other worker (`all_victims`), else from the next one in turn.
   // `contended`: a steal lost a race (there may be more work).
-  task* find_work(worker& w, bool& contended) {
+  task* find_work(worker& w, bool& contended, bool all_victims = true) {
     task* t = nullptr;
     if (++w.tick == inject_check_period) {
       w.tick = 0;
@@ -253,7 +263,13 @@ struct steal_scheduler::impl {
     if (w.dq.pop(t)) return t;
     if ((t = pop_injected(w, contended))) return t;
     const unsigned n = threads;
-    for (unsigned k = 1; k < n; ++k) {
+    unsigned first = 1, last = n;
+    if (!all_victims && n > 2) {
+      if (++w.victim >= n) w.victim = 1;
+      first = w.victim;
+      last = first + 1;
+    }
+    for (unsigned k = first; k < last; ++k) {
       worker& v = *workers[(w.index + k) % n];
       if (v.dq.empty_approx()) continue;
       w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
@@ -309,17 +325,18 @@ struct steal_scheduler::impl {
   // meanwhile.
   template <class Done>
   void help_until_done(worker& w, Done&& done) {
-    unsigned idle = 0;
+    unsigned idle = 0, scans = 0;  // scans: failed rounds since a task or a wake-up
     const bool deep = w.depth >= workers::max_help_depth;  // own deque only
     while (!done(std::memory_order_acquire)) {
       bool contended = false;
       task* t = nullptr;
-      if (deep ? w.dq.pop(t) : (t = find_work(w, contended)) != nullptr) {
+      if (deep ? w.dq.pop(t) : (t = find_work(w, contended, scans < full_scan_rounds)) != nullptr) {
         run_task(w, t);
-        idle = 0;
+        idle = scans = 0;
         continue;
       }
       if (contended) continue;
+      ++scans;
       if (idle < spin_rounds) {
         idle_backoff(idle++);
         continue;
@@ -331,6 +348,7 @@ struct steal_scheduler::impl {
         futex_wait(loop_epoch, e);
       loop_waiters.fetch_sub(1, std::memory_order_seq_cst);
       idle = pause_rounds;  // woken: look around a little, then sleep again
+      scans = 0;
     }
   }
 
@@ -340,13 +358,14 @@ struct steal_scheduler::impl {
     unsigned idle = 0;
     for (;;) {
       bool contended = false;
-      if (task* t = find_work(w, contended)) {
+      if (task* t = find_work(w, contended, idle < full_scan_rounds)) {
         found_while_searching(w);
         run_task(w, t);
         idle = 0;
         continue;
       }
       if (contended) continue;
+      w.busy_end();
       lot.start_searching(w.park);
       if (idle < spin_rounds) {
         idle_backoff(idle++);
@@ -472,18 +491,18 @@ steal_scheduler::~steal_scheduler() {
 
 unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
 
-void steal_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+void steal_scheduler::submit(task_function fn, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), nullptr, hint);
 }
 
-void steal_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+void steal_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), &c, hint);
 }
 
-void steal_scheduler::submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint) {
+void steal_scheduler::submit_counted_impl(task_function&& fn, detail::task_counter* c, const locality_hint& hint) {
   if (!fn) throw error("steal_scheduler::submit: empty function");
   impl::worker* w = p_->me();
-  (w ? w->submitted : p_->sc.ext_submitted).fetch_add(1, std::memory_order_relaxed);
+  workers::count_one(w, &impl::worker::submitted, p_->sc.ext_submitted);
   task* t = tl_cache.get();
   t->loop = nullptr;
   if (detail::hint_has_data(hint)) {

@@ -2,6 +2,7 @@
 #include <sinew/schedulers/tbb_scheduler.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -13,6 +14,8 @@
 #include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
+#include "workers/tick_clock.hpp"
+#include "workers/worker_counters.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
@@ -25,7 +28,7 @@
 namespace sinew {
 
 namespace {
-using detail::now_ns;
+using detail::workers::ticks;
 // oneTBB's pool holds hardware_concurrency - 1 workers unless told otherwise;
 // our arenas have n slots for workers (stage activations are enqueued from
 // threads that never join), so an arena of n needs n workers.
@@ -41,29 +44,46 @@ void ensure_workers(unsigned n) {
 }  // namespace
 
 struct tbb_scheduler::impl {
+  // Per arena slot, so that no counter is shared by every task. A slot has
+  // one thread at a time (oneTBB hands it over with synchronisation), which
+  // updates them with `add` (no locked instruction); the entry of threads
+  // outside the arenas is shared, and updated with fetch_add.
   struct alignas(64) counters {
-    std::atomic<std::uint64_t> tasks{0}, busy{0}, hinted{0}, remote{0};
-    // Functions submitted by this slot's thread, and run by it: per slot, so
-    // that no counter is shared by every task.
-    std::atomic<std::uint64_t> submits{0}, fns{0};
+    // Loop chunks and functions run by this slot's threads (their sum is
+    // the worker's `tasks`), their time in ticks, their hinted bytes.
+    std::atomic<std::uint64_t> chunks{0}, fns{0}, busy{0}, hinted{0}, remote{0};
+    std::atomic<std::uint64_t> submits{0};  // functions submitted by this slot's threads
+    // The plain submissions this slot's threads spawn (tbb::task_group::run
+    // onto their own deque): a group per slot, so that reserving a task in
+    // it writes a line of this slot, not one every thread of the arena
+    // writes.
+    tbb::task_group spawned;
+
+    static void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
+      detail::workers::worker_counters::add(c, v);
+    }
   };
   struct node_arena {
     tbb::task_arena arena;
-    // Every submitted task of this arena belongs to this group: a thread
-    // running in the arena spawns it onto its own deque (LIFO, stolen FIFO
-    // by idle workers), as tbb::task_group::run does; any other thread
-    // enqueues it (FIFO). The destructor waits for the groups, since
-    // ~task_arena does not wait for tasks.
+    // A plain submission from a thread running in the arena is spawned onto
+    // its own deque (LIFO, stolen FIFO by idle workers) in its slot's group
+    // (counters::spawned); one from any other thread is enqueued (FIFO) in
+    // this group. The destructor waits for the groups, since ~task_arena
+    // does not wait for tasks.
     tbb::task_group tasks;
     unsigned first = 0;    // index of its first worker slot in per_worker
     unsigned threads = 0;
+    // Slot 0, reserved for a thread from outside (a parallel_for caller, a
+    // helping waiter): counted on the arena's last worker in stats(), so
+    // that per-node totals include what it ran.
+    counters outside_slot;
   };
 
   explicit impl(topology t) : topo(std::move(t)) {}
   topology topo;
   std::vector<std::unique_ptr<node_arena>> arenas;
   unsigned threads = 0;                    // sum over the arenas
-  std::unique_ptr<counters[]> per_worker;  // last slot: threads outside the arenas
+  std::unique_ptr<counters[]> per_worker;  // slots 1..n of each arena; last: threads outside the arenas
   std::atomic<std::uint64_t> pfors{0}, rr{0};
 
   // The arena whose task (or loop chunk) this thread is running: a task it
@@ -122,34 +142,40 @@ struct tbb_scheduler::impl {
     per_worker.reset(new counters[threads + 1]);
   }
 
+  // The counters of the calling thread's slot in arena a (it runs there).
   counters& slot(unsigned a) {
-    // Slot 0 of an arena is the external thread's (reserved), 1..n the
-    // workers'. The external thread's work counts on the arena's last
-    // worker, so that per-node totals include what a helping waiter ran.
-    const node_arena& A = *arenas[a];
+    node_arena& A = *arenas[a];
     const int i = tbb::this_task_arena::current_thread_index();
-    if (i == 0) return per_worker[A.first + A.threads - 1];
-    return per_worker[(i >= 1 && unsigned(i) <= A.threads) ? A.first + unsigned(i) - 1 : threads];
+    assert(i >= 0 && unsigned(i) <= A.threads);  // the arena has n + 1 slots
+    return i == 0 ? A.outside_slot : per_worker[A.first + unsigned(i) - 1];
+  }
+  // Calls f(c, row) for every counters entry (mutable: the counters are
+  // atomics) with the index of its row in stats().workers (`threads`:
+  // threads outside the arenas).
+  template <class F>
+  void each_counters(F&& f) const {
+    for (unsigned i = 0; i <= threads; ++i) f(per_worker[i], i);
+    for (const auto& A : arenas) f(A->outside_slot, A->first + A->threads - 1);
   }
   // The arena a task with `hint` goes to, and the hint's bytes (hinted, and
   // remote from that arena's node).
   unsigned pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote, const char* who);
-  // The counters of the calling thread: its worker slot, or the last one.
-  counters& own() { return current_arena() >= 0 ? slot(unsigned(current_arena())) : per_worker[threads]; }
   std::uint64_t submitted_total() const {
     std::uint64_t n = 0;
-    for (unsigned i = 0; i <= threads; ++i) n += per_worker[i].submits.load(std::memory_order_acquire);
+    each_counters([&](const counters& c, unsigned) { n += c.submits.load(std::memory_order_acquire); });
     return n;
   }
   struct task;  // one submitted function, as oneTBB runs it
-  // Runs `t` in arena a: spawned into group `g` from a thread of that arena,
-  // else enqueued; then counts the submission (after, so that the
-  // destructor's quiescence check sees any task it has not waited for).
-  void place(unsigned a, tbb::task_group& g, task&& t);
+  // Runs `t` in arena a: spawned from a thread of that arena, else
+  // enqueued, in group `g` (null: a plain submission, in the spawning
+  // slot's group or the arena's); then counts the submission (after, so
+  // that the destructor's quiescence check sees any task it has not waited
+  // for).
+  void place(unsigned a, tbb::task_group* g, task&& t);
   void account(unsigned a, std::uint64_t t0) {
     auto& c = slot(a);
-    c.tasks.fetch_add(1, std::memory_order_relaxed);
-    c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    counters::add(c.chunks, 1);
+    counters::add(c.busy, ticks() - t0);
   }
   unsigned round_robin() noexcept {
     return arenas.size() == 1 ? 0u : unsigned(rr.fetch_add(1, std::memory_order_relaxed) % arenas.size());
@@ -172,7 +198,12 @@ tbb_scheduler::~tbb_scheduler() {
   // saw none has left nothing running.
   for (;;) {
     const std::uint64_t before = p_->submitted_total();
-    for (auto& a : p_->arenas) a->arena.execute([&] { a->tasks.wait(); });
+    for (auto& a : p_->arenas)
+      a->arena.execute([&] {
+        a->tasks.wait();
+        for (unsigned i = a->first; i < a->first + a->threads; ++i) p_->per_worker[i].spawned.wait();
+        a->outside_slot.spawned.wait();
+      });
     if (p_->submitted_total() == before) break;
   }
 }
@@ -206,44 +237,46 @@ struct tbb_scheduler::impl::task {  // oneTBB calls it through a const reference
   impl* p;
   unsigned a;
   std::uint64_t hinted, remote;
-  mutable std::function<void()> fn;
+  mutable task_function fn;
   detail::task_counter* counter = nullptr;  // of its task_group, if any
   void operator()() const noexcept;  // a throwing submitted function terminates
 };
 
 void tbb_scheduler::impl::task::operator()() const noexcept {
-  std::uint64_t t0 = now_ns();
+  const std::uint64_t t0 = ticks();
   auto& c = p->slot(a);
   if (hinted) {  // before fn: counted once a waiter sees the task done
-    c.hinted.fetch_add(hinted, std::memory_order_relaxed);
-    c.remote.fetch_add(remote, std::memory_order_relaxed);
+    counters::add(c.hinted, hinted);
+    counters::add(c.remote, remote);
   }
   {
     impl::scope in(p, a);
     if (counter) counter->invoke(fn);
     else fn();
   }
-  fn = nullptr;  // release captures before the scheduler may go away
-  c.fns.fetch_add(1, std::memory_order_relaxed);
-  c.tasks.fetch_add(1, std::memory_order_relaxed);
-  c.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+  fn.reset();  // release captures before the scheduler may go away
+  counters::add(c.fns, 1);
+  counters::add(c.busy, ticks() - t0);
   // Last: the group's waiter may return, and free the scheduler, at once
   // (its oneTBB group still waits for this oneTBB task to return).
   if (counter) counter->finish();
 }
 
-void tbb_scheduler::impl::place(unsigned a, tbb::task_group& g, task&& t) {
-  if (current_arena() == int(a)) g.run(std::move(t));
-  else arenas[a]->arena.enqueue(g.defer(std::move(t)));
-  own().submits.fetch_add(1, std::memory_order_release);
+void tbb_scheduler::impl::place(unsigned a, tbb::task_group* g, task&& t) {
+  const int ca = current_arena();
+  counters& own = ca >= 0 ? slot(unsigned(ca)) : per_worker[threads];
+  if (ca == int(a)) (g ? *g : own.spawned).run(std::move(t));
+  else arenas[a]->arena.enqueue((g ? *g : arenas[a]->tasks).defer(std::move(t)));
+  if (ca >= 0) detail::workers::worker_counters::add(own.submits, 1, std::memory_order_release);
+  else own.submits.fetch_add(1, std::memory_order_release);
 }
 
-void tbb_scheduler::submit(std::function<void()> fn, const locality_hint& hint) {
+void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
   std::uint64_t hinted, remote;
   const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
-  p->place(a, p->arenas[a]->tasks, impl::task{p, a, hinted, remote, std::move(fn)});
+  p->place(a, nullptr, impl::task{p, a, hinted, remote, std::move(fn)});
 }
 
 namespace {
@@ -260,7 +293,7 @@ struct tbb_group final : detail::task_counter::extension {
 };
 }  // namespace
 
-void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint) {
+void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
   if (p->waiters_sleep) return scheduler::submit_counted(std::move(fn), c, hint);
@@ -277,7 +310,7 @@ void tbb_scheduler::submit_counted(std::function<void()> fn, detail::task_counte
   // A worker of the arena spawns onto its own deque (LIFO, as oneTBB's
   // task_group::run): its wait then runs its own subtasks first, so nested
   // groups nest about as deep as the recursion, not as the arena's queue.
-  p->place(a, g->tg, impl::task{p, a, hinted, remote, std::move(fn), &c});
+  p->place(a, &g->tg, impl::task{p, a, hinted, remote, std::move(fn), &c});
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
@@ -342,7 +375,7 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
       tbb::parallel_for(
           tbb::blocked_range<std::size_t>(0, n, grain),
           [&](const tbb::blocked_range<std::size_t>& r) {
-            std::uint64_t t0 = now_ns();
+            const std::uint64_t t0 = ticks();
             {
               impl::scope in(p, a);
               body(r.begin(), r.end());
@@ -358,34 +391,27 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
 scheduler_stats tbb_scheduler::stats() const {
   scheduler_stats s;
   s.tasks_submitted = p_->submitted_total();
-  for (unsigned i = 0; i <= p_->threads; ++i) s.tasks_run += p_->per_worker[i].fns.load();
   s.parallel_fors = p_->pfors.load();
-  for (unsigned i = 0; i <= p_->threads; ++i) {
-    scheduler_stats::worker w;
-    const auto& c = p_->per_worker[i];
-    w.tasks = c.tasks.load();
-    w.busy_ns = c.busy.load();
-    w.hinted_bytes = c.hinted.load();
-    w.remote_bytes = c.remote.load();
-    for (std::size_t a = 0; a < p_->arenas.size(); ++a)
-      if (i >= p_->arenas[a]->first && i < p_->arenas[a]->first + p_->arenas[a]->threads) w.node = int(a);
-    s.workers.push_back(w);
-  }
+  s.workers.resize(p_->threads + 1);
+  for (std::size_t a = 0; a < p_->arenas.size(); ++a)
+    for (unsigned i = 0; i < p_->arenas[a]->threads; ++i) s.workers[p_->arenas[a]->first + i].node = int(a);
+  p_->each_counters([&](const impl::counters& c, unsigned row) {
+    scheduler_stats::worker& w = s.workers[row];
+    s.tasks_run += c.fns.load();
+    w.tasks += c.chunks.load() + c.fns.load();
+    w.busy_ns += detail::workers::ticks_to_ns(c.busy.load());
+    w.hinted_bytes += c.hinted.load();
+    w.remote_bytes += c.remote.load();
+  });
   return s;
 }
 
 void tbb_scheduler::reset_stats() {
   p_->pfors = 0;
-  for (unsigned i = 0; i <= p_->threads; ++i) {
-    p_->per_worker[i].tasks = 0;
-    p_->per_worker[i].busy = 0;
-    p_->per_worker[i].hinted = 0;
-    p_->per_worker[i].remote = 0;
-    p_->per_worker[i].submits = 0;
-    p_->per_worker[i].fns = 0;
-  }
+  p_->each_counters([](impl::counters& c, unsigned) {
+    for (auto* x : {&c.chunks, &c.fns, &c.busy, &c.hinted, &c.remote, &c.submits}) x->store(0);
+  });
 }
-
 
 // "tbb": one arena per NUMA node of the topology, or one arena of `threads`.
 static scheduler_registration tbb_registration("tbb", [](const scheduler_options& o) -> std::unique_ptr<scheduler> {

@@ -36,6 +36,7 @@
 #include <sinew/schedulers/scheduler.hpp>
 #include <sinew/schedulers/scheduler_registry.hpp>
 #include <sinew/schedulers/steal_scheduler.hpp>
+#include <sinew/schedulers/task_function.hpp>
 #include <sinew/schedulers/task_graph.hpp>
 #include <sinew/schedulers/tbb_scheduler.hpp>
 #include <sinew/skeletons/farm.hpp>

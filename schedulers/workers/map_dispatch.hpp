@@ -77,7 +77,7 @@ bool run_blocks(Worker& w, Task* t, MakeHalf&& make_half, Recycle&& recycle) noe
     b = n->b;
     e = n->e;
     recycle(n);
-    w.tasks.fetch_add(1, std::memory_order_relaxed);  // every block counts as a task
+    Worker::add(w.tasks, 1);  // every block counts as a task
   }
   return L->finish(done);
 }
@@ -116,8 +116,8 @@ inline void wait_outside(const loop_ctx& L, std::atomic<std::uint32_t>& waiters,
 
 // The start of parallel_for in both policies: counts it and decides
 // whether the caller runs the loop alone (the inline test over `workers`
-// workers); if so runs it, counting one task and its time for a calling
-// worker `w` (null: an outside thread) on `node`, and returns true.
+// workers); if so runs it, counting one task for a calling worker `w`
+// (null: an outside thread) on `node`, and returns true.
 // Otherwise `b` is where the loop's segments start.
 template <class Worker>
 bool begin_loop(scheduler_counters& sc, loop_ctx& L, std::size_t n, std::size_t workers, Worker* w, int node,
@@ -125,7 +125,6 @@ bool begin_loop(scheduler_counters& sc, loop_ctx& L, std::size_t n, std::size_t 
   sc.pfors.fetch_add(1, std::memory_order_relaxed);
   b = 0;
   if (!allow_inline) return false;
-  const std::uint64_t t0 = w && w->depth == 0 ? now_ns() : 0;
   if (!dispatch_inline(L, n, workers, b)) {
     if (w && b) w->count_block(L, 0, b, node);  // the probed first chunk
     return false;
@@ -133,8 +132,7 @@ bool begin_loop(scheduler_counters& sc, loop_ctx& L, std::size_t n, std::size_t 
   L.run_inline(b, n);
   sc.pfors_inline.fetch_add(1, std::memory_order_relaxed);
   if (w) {
-    w->tasks.fetch_add(1, std::memory_order_relaxed);
-    if (t0) w->busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    Worker::add(w->tasks, 1);
     w->count_block(L, 0, n, node);
   }
   return true;

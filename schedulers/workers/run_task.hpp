@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdint>
 
-#include <sinew/detail/clock.hpp>
 #include <sinew/schedulers/scheduler.hpp>
 
 namespace sinew::detail::workers {
@@ -49,35 +48,32 @@ void help_until(Impl& p, Worker* w, help_latch& l) {
 
 // Runs task t on worker w: a parallel_for block through `block(w, t)`, or
 // a submitted function (its hinted bytes counted on w's node), counting
-// the task, and the busy time of the outermost task only (a task run while
-// helping inside another task's parallel_for is that task's time). Returns
-// true when t was the last pending task of its task_group: the caller
-// wakes the workers that wait for groups.
+// the task; a task run while w is idle opens a busy spell
+// (worker_counters). Returns true when t was the last pending task of its
+// task_group: the caller wakes the workers that wait for groups.
 //
 //   if (workers::run_task(w, t, tl_cache, [this](worker& x, task* y) { run_block(x, y); })) announce_loop_done();
 template <class Worker, class Task, class Cache, class Block>
 bool run_task(Worker& w, Task* t, Cache& cache, Block&& block) noexcept {
-  const bool outer = w.depth == 0;
-  const std::uint64_t t0 = outer ? now_ns() : 0;
+  if (w.depth == 0) w.busy_begin();
   ++w.depth;
   bool group_done = false;
   if (t->loop) {
     block(w, t);
-    w.tasks.fetch_add(1, std::memory_order_relaxed);
+    Worker::add(w.tasks, 1);
   } else {
     if (t->total != 0) w.count_bytes(t->D, t->total, w.node);
     if (t->counter) {
       group_done = t->counter->run(t->fn);  // keeps its exception, releases captures, then counts it done
     } else {
       t->fn();          // noexcept context: a throwing submitted task terminates
-      t->fn = nullptr;  // release captures now, not when the object is reused
+      t->fn.reset();  // release captures now, not when the object is reused
     }
     cache.put(t);
-    w.tasks.fetch_add(1, std::memory_order_relaxed);  // before fn_run: stats() sums fn_run
-    w.fn_run.fetch_add(1, std::memory_order_release);
+    Worker::add(w.tasks, 1);  // before fn_run: stats() sums fn_run
+    Worker::add(w.fn_run, 1, std::memory_order_release);
   }
   --w.depth;
-  if (outer) w.busy.fetch_add(now_ns() - t0, std::memory_order_relaxed);
   return group_done;
 }
 

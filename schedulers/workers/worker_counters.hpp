@@ -10,19 +10,40 @@
 #include <sinew/schedulers/scheduler.hpp>
 
 #include "loop_ctx.hpp"
+#include "tick_clock.hpp"
 
 namespace sinew::detail::workers {
 
-// Counters of one worker: written by it, read and reset by anyone.
+// Counters of one worker: written by it, read and reset by anyone. Busy
+// time is counted by spells: one starts when the worker runs a task while
+// idle and ends when it next looks for work in vain, so a worker running
+// task after task reads the clock (tick_clock.hpp) twice per spell, not
+// per task.
 //
 //   struct worker : worker_counters { ... };
+//   worker_counters::add(w.tasks, 1);         // on w's own thread
+//   w.busy_begin(); run(t); ...; if (!find_work()) w.busy_end();
 //   w.count_bytes(t->D, t->total, w.node);   // a hinted task ran on w
 struct worker_counters {
   alignas(64) std::atomic<std::uint64_t> tasks{0}, busy{0}, steals_same{0}, steals_remote{0},
       steal_attempts{0}, hinted_bytes{0}, remote_bytes{0}, fn_run{0}, submitted{0};
+  std::atomic<std::uint64_t> spell{0};  // ticks at the open spell's start; 0: idle
 
-  static void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
-    c.fetch_add(v, std::memory_order_relaxed);
+  // Adds v to a counter of the calling worker's: only it writes the counter,
+  // so a load and a store do, without a locked instruction per task (a
+  // reset_stats concurrent with running tasks may be undone by it).
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t v,
+                  std::memory_order mo = std::memory_order_relaxed) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + v, mo);
+  }
+  void busy_begin() noexcept {
+    if (spell.load(std::memory_order_relaxed) == 0) spell.store(ticks() | 1, std::memory_order_relaxed);
+  }
+  void busy_end() noexcept {
+    if (const std::uint64_t s = spell.load(std::memory_order_relaxed)) {
+      add(busy, ticks() - s);
+      spell.store(0, std::memory_order_relaxed);
+    }
   }
   // A task with D (sum `total`) ran on `node`: what it read, and from afar.
   void count_bytes(std::span<const std::uint64_t> D, std::uint64_t total, int node) noexcept {
@@ -41,7 +62,8 @@ struct worker_counters {
   scheduler_stats::worker read(int node) const noexcept {
     scheduler_stats::worker x;
     x.tasks = tasks.load(std::memory_order_relaxed);
-    x.busy_ns = busy.load(std::memory_order_relaxed);
+    const std::uint64_t s = spell.load(std::memory_order_relaxed);  // an open spell counts so far
+    x.busy_ns = ticks_to_ns(busy.load(std::memory_order_relaxed) + (s ? ticks() - s : 0));
     x.steals_same_node = steals_same.load(std::memory_order_relaxed);
     x.steals_remote = steals_remote.load(std::memory_order_relaxed);
     x.steals = x.steals_same_node + x.steals_remote;
@@ -57,6 +79,16 @@ struct worker_counters {
       a->store(0, std::memory_order_relaxed);
   }
 };
+
+// Counts one on worker w's own counter `field` (owner-only, as `add`), or,
+// for an outside thread (w null), on the counter they share.
+//
+//   count_one(w, &worker::submitted, sc.ext_submitted);
+template <class W, class Field>
+void count_one(W* w, Field field, std::atomic<std::uint64_t>& shared) noexcept {
+  if (w) W::add(w->*field, 1);
+  else shared.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Counters of the scheduler as a whole.
 struct scheduler_counters {

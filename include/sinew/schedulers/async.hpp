@@ -41,8 +41,8 @@ template <class T>
 class task_future;
 
 /// Runs `f()` as one task of `s` (placed by `hint` where the policy reads
-/// it) and returns the future of its result. `f` is copied or moved into
-/// the task and must be copyable (it is held in a std::function).
+/// it) and returns the future of its result. `f` is moved (or copied) into
+/// the task; it may be move-only (a `task_function` holds it).
 template <class F>
 auto async(scheduler& s, F&& f, const locality_hint& hint = {}) -> task_future<std::invoke_result_t<std::decay_t<F>&>>;
 

@@ -25,6 +25,7 @@
 
 #include <sinew/engine/buffer.hpp>
 #include <sinew/detail/function_ref.hpp>
+#include <sinew/schedulers/task_function.hpp>
 
 namespace sinew {
 
@@ -101,14 +102,14 @@ struct task_counter {
   /// task finished (waking the waiter when it was the last). Returns true
   /// for the last, so that a scheduler can wake workers helping in `wait`;
   /// the counter may be gone by then.
-  bool run(std::function<void()>& fn) noexcept {
+  bool run(task_function& fn) noexcept {
     invoke(fn);
     return finish();
   }
   /// The halves of `run`, for a scheduler that counts its own statistics in
   /// between: `invoke` runs `fn`, keeps its exception and releases its
   /// captures; `finish` counts the task done (the counter may be gone after).
-  void invoke(std::function<void()>& fn) noexcept;
+  void invoke(task_function& fn) noexcept;
   bool finish() noexcept;
   /// Sleeps until `pending` is 0.
   void wait() noexcept;
@@ -164,12 +165,12 @@ class scheduler {
   /// Number of workers.
   virtual unsigned concurrency() const noexcept = 0;
   /// Runs `fn` asynchronously. `fn` must not throw (wrap it, or use task_group).
-  virtual void submit(std::function<void()> fn, const locality_hint& hint = {}) = 0;
+  virtual void submit(task_function fn, const locality_hint& hint = {}) = 0;
   /// `submit` for a task of a `task_group` whose counter `c` the caller has
   /// already incremented: runs `c.run(fn)`. The default wraps `fn` in a
   /// closure; `steal` and `deal` keep `&c` in the task itself (no second
   /// allocation, no shared state copied per task).
-  virtual void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) {
+  virtual void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) {
     submit([&c, f = std::move(fn)]() mutable { c.run(f); }, hint);
   }
   /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
@@ -227,7 +228,7 @@ class task_group {
   ~task_group() { wait_no_throw(); }
 
   /// Submits `fn`; an exception it throws is kept and rethrown by `wait()`.
-  void run(std::function<void()> fn, const locality_hint& hint = {});
+  void run(task_function fn, const locality_hint& hint = {});
   /// Sleeps until every task run so far has finished; rethrows the first
   /// exception one of them threw.
   void wait();

@@ -92,9 +92,9 @@ class steal_scheduler final : public scheduler {
 
   const char* name() const noexcept override { return "steal"; }
   unsigned concurrency() const noexcept override;
-  void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
+  void submit(task_function fn, const locality_hint& hint = {}) override;
   /// A task_group's task: the counter travels in the task (no wrapper).
-  void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
+  void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) override;
   /// On a worker: runs other tasks until the group's are done (see the
   /// policy above); on any other thread: sleeps.
   void wait_counted(detail::task_counter& c) noexcept override;
@@ -118,7 +118,7 @@ class steal_scheduler final : public scheduler {
   struct impl;  // public name so the implementation's helpers can use it
 
  private:
-  void submit_counted_impl(std::function<void()> fn, detail::task_counter* c, const locality_hint& hint);
+  void submit_counted_impl(task_function&& fn, detail::task_counter* c, const locality_hint& hint);
   void start();  // launches the workers
   std::unique_ptr<impl> p_;
 };

@@ -62,10 +62,10 @@ class tbb_scheduler final : public scheduler {
   unsigned concurrency() const noexcept override;
   /// Throws `sinew::error` if `hint.bytes_on_node` is given with a size
   /// other than the number of nodes.
-  void submit(std::function<void()> fn, const locality_hint& hint = {}) override;
+  void submit(task_function fn, const locality_hint& hint = {}) override;
   /// Tasks of a task_group are oneTBB tasks of a oneTBB task_group, so that
   /// `wait_counted` can run them on the waiting thread.
-  void submit_counted(std::function<void()> fn, detail::task_counter& c, const locality_hint& hint = {}) override;
+  void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) override;
   void wait_counted(detail::task_counter& c) noexcept override;
   void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
