@@ -2,6 +2,7 @@
 // finished predecessors (docs/scheduling_library.md, "Task graphs").
 #include <sinew/schedulers/task_graph.hpp>
 
+#include <algorithm>
 #include <ostream>
 #include <span>
 #include <sstream>
@@ -19,7 +20,9 @@ struct task_node {
   std::function<void()> work;
   std::function<int()> cond;
   task_graph* module = nullptr;
-  std::vector<task_node*> succ;
+  // Successors by index in the graph's nodes: releasing one touches its
+  // join count only, not the node (a cache miss fewer per edge).
+  std::vector<std::uint32_t> succ;
   std::uint32_t strong_preds = 0;  // predecessors that are not conditions
   std::uint32_t weak_preds = 0;
   std::uint32_t index = 0;
@@ -77,12 +80,37 @@ struct task_run {
   // so it cannot reach 0 here.
   void submit(task_node* n) noexcept {
     pending.fetch_add(1, std::memory_order_relaxed);
+    queue(n);
+  }
+  // `submit` for a task whose count the caller has added to `pending`.
+  void queue(task_node* n) noexcept {
     try {
       s.submit([this, n] { execute(n); }, n->hint());
     } catch (...) {
       fail(std::current_exception());
       pending.fetch_sub(1, std::memory_order_relaxed);
     }
+  }
+  // Queues the sources of an iteration (the caller holds a count). A thread
+  // outside the scheduler submits through its slow path (an injection-queue
+  // lock, a oneTBB enqueue), so it queues one task that queues them all
+  // from a worker, where each is a push onto the worker's own deque.
+  void queue_sources() noexcept {
+    const std::vector<task_node*>& src = g.sources_;
+    pending.fetch_add(std::uint32_t(src.size()), std::memory_order_relaxed);
+    if (src.size() > 1 && s.current_node() < 0) {
+      pending.fetch_add(1, std::memory_order_relaxed);
+      try {
+        s.submit([this] {
+          for (task_node* n : g.sources_) queue(n);
+          if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) drive(false);
+        });
+        return;
+      } catch (...) {
+        pending.fetch_sub(1, std::memory_order_relaxed);  // queue them from here
+      }
+    }
+    for (task_node* n : src) queue(n);
   }
   // `n` is ready: the caller runs it next (`next`) unless it already has a
   // task to run next or `n` asks for another NUMA node.
@@ -91,8 +119,8 @@ struct task_run {
     else submit(n);
   }
   void release_successors(task_node* n, task_node*& next) noexcept {
-    for (task_node* x : n->succ)
-      if (join[x->index].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(x, next);
+    for (std::uint32_t x : n->succ)
+      if (join[x].fetch_sub(1, std::memory_order_acq_rel) == 1) ready(g.nodes_[x].get(), next);
   }
 
   // The body of every submitted task: runs `n`, then the ready successor it
@@ -103,8 +131,10 @@ struct task_run {
       if (stop_requested()) {
         skipped.store(true, std::memory_order_relaxed);
       } else {
-        // Ready again for the next pass of a loop through it.
-        join[n->index].store(n->strong_preds, std::memory_order_relaxed);
+        // Ready again for the next pass of a loop through it (each iteration
+        // starts with every count reset: without condition tasks, a task
+        // runs once per iteration).
+        if (g.loops_) join[n->index].store(n->strong_preds, std::memory_order_relaxed);
         try {
           switch (n->k) {
             case task_node::kind::work:
@@ -113,7 +143,7 @@ struct task_run {
               break;
             case task_node::kind::condition: {
               const int k = n->cond();
-              if (k >= 0 && std::size_t(k) < n->succ.size()) ready(n->succ[std::size_t(k)], next);
+              if (k >= 0 && std::size_t(k) < n->succ.size()) ready(g.nodes_[n->succ[std::size_t(k)]].get(), next);
               break;
             }
             case task_node::kind::module:
@@ -166,7 +196,7 @@ struct task_run {
       for (std::size_t i = 0; i < nodes.size(); ++i)
         join[i].store(nodes[i]->strong_preds, std::memory_order_relaxed);
       pending.store(1, std::memory_order_relaxed);  // held while the sources are queued
-      for (task_node* src : g.sources_) submit(src);
+      queue_sources();
       if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     }
   }
@@ -192,7 +222,7 @@ void task_handle::link(const task_handle& from, const task_handle& to) {
     throw error("task_graph '" + from.g_->name() + "': task '" + from.n_->name + "' and task '" + to.n_->name +
                 "' belong to different graphs");
   from.g_->check_idle("precede");
-  from.n_->succ.push_back(to.n_);
+  from.n_->succ.push_back(to.n_->index);
   if (from.n_->k == task_node::kind::condition) ++to.n_->weak_preds;
   else ++to.n_->strong_preds;
   std::lock_guard<std::mutex> lk(from.g_->check_m_);
@@ -325,7 +355,7 @@ std::string strong_cycle(const std::vector<std::unique_ptr<task_node>>& nodes, c
   std::vector<std::vector<task_node*>> preds(nodes.size());
   for (const auto& n : nodes)
     if (n->k != task_node::kind::condition)
-      for (task_node* x : n->succ) preds[x->index].push_back(n.get());
+      for (std::uint32_t x : n->succ) preds[x].push_back(n.get());
   std::vector<int> seen(nodes.size(), -1);
   std::vector<task_node*> path;
   task_node* cur = nullptr;
@@ -373,8 +403,8 @@ void task_graph::validate() const {
   }
   for (std::size_t i = 0; i < order.size(); ++i)
     if (order[i]->k != task_node::kind::condition)
-      for (task_node* x : order[i]->succ)
-        if (--indeg[x->index] == 0) order.push_back(x);
+      for (std::uint32_t x : order[i]->succ)
+        if (--indeg[x] == 0) order.push_back(nodes_[x].get());
   if (order.size() != nodes_.size()) {
     std::vector<char> left(nodes_.size(), 1);
     for (task_node* n : order) left[n->index] = 0;
@@ -387,6 +417,8 @@ void task_graph::validate() const {
   if (std::string chain = composition_cycle(this, this, 0); !chain.empty())
     throw graph_error("task_graph '" + name_ + "'", "composed into itself: '" + name_ + "' -> " + chain);
   sources_ = std::move(sources);
+  loops_ = std::any_of(nodes_.begin(), nodes_.end(),
+                       [](const auto& n) { return n->k == task_node::kind::condition; });
   checked_ = true;
 }
 
@@ -468,7 +500,7 @@ void task_graph::dot(std::ostream& os) const {
     }
     for (const auto& n : g->nodes_) {
       for (std::size_t k = 0; k < n->succ.size(); ++k) {
-        os << indent << pre << n->index << " -> " << pre << n->succ[k]->index;
+        os << indent << pre << n->index << " -> " << pre << n->succ[k];
         if (n->k == task_node::kind::condition) os << " [style=dashed, label=\"" << k << "\"]";
         os << ";\n";
       }

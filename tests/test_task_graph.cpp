@@ -364,6 +364,13 @@ TEST_CASE("task_graph placement hints reach the deal policy", "[task_graph][deal
   g.run_n(*s, 3).wait();
   CHECK(on[0] == 1);
   CHECK(on[1] == 0);
+  // Several sources, started from this thread: one task queues them from a
+  // worker, and each still goes to its node.
+  sinew::task_graph sources("sources");
+  std::atomic<int> src_on[4] = {-2, -2, -2, -2};
+  for (int i = 0; i < 4; ++i) sources.emplace([&, i] { src_on[i] = s->current_node(); }).on_node(i % 2);
+  sources.run_n(*s, 3).wait();
+  for (int i = 0; i < 4; ++i) CHECK(src_on[i] == i % 2);
   sinew::task_graph wrong("wrong");
   wrong.emplace([] {}).reads({1, 2, 3});
   CHECK_THROWS_WITH(wrong.run(*s), Catch::Contains("reads() has 3 entries"));

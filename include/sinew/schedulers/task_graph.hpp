@@ -219,6 +219,7 @@ class task_graph {
   // Tasks without predecessors, filled by validate() while `checked_`.
   mutable std::mutex check_m_;
   mutable std::vector<detail::task_node*> sources_;
+  mutable bool loops_ = false;  // has a condition task: a task may run again in one iteration
   mutable bool checked_ = false;
   std::atomic<std::uint32_t> active_{0};  // runs in flight
 };
