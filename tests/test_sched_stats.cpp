@@ -251,3 +251,33 @@ TEST_CASE("the README scheduler-library example runs on a synthetic 4x4 topology
     std::free(b);
   }
 }
+
+TEST_CASE("busy time counts the work of many short tasks on every policy", "[scheduler][stats]") {
+  // tbb times a slot's first 64 functions and a random sixteenth of the
+  // rest (the others at the sampled mean); steal and deal time busy spells.
+  // Bounds: at least half the work the tasks certainly did, at most every
+  // worker busy for the whole wall time, with margin.
+  for (const char* policy : {"tbb", "steal", "deal"}) {
+    INFO(policy);
+    auto s = sinew::make_scheduler(policy, {.threads = 2, .pin = false});
+    const int n = 3000;
+    const auto spin = std::chrono::microseconds(5);
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      sinew::task_group g(*s);
+      for (int i = 0; i < n; ++i)
+        g.run([spin] {
+          const auto t = std::chrono::steady_clock::now();
+          while (std::chrono::steady_clock::now() - t < spin) {
+          }
+        });
+      g.wait();
+    }
+    const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    const auto st = settled_stats(*s, std::uint64_t(n));
+    double busy = 0;
+    for (const auto& w : st.workers) busy += double(w.busy_ns);
+    CHECK(busy >= 0.5 * n * 5000.0);
+    CHECK(busy <= 1.5 * 2 * wall_ns + 1e6);
+  }
+}
