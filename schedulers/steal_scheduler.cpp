@@ -63,9 +63,9 @@ constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
 // Idle rounds that look at every other worker's deque; later rounds try one
 // victim each, in turn (as oneTBB's thieves do), until the check before
 // parking, which looks at all. Searchers that scan every deque each round
-// keep reading the lines a busy owner writes with each push and pop: on a
-// chain of tasks on 16 cores they slowed the owner and stole a quarter of
-// its tasks (docs/schedulers.md).
+// keep reading the lines a busy owner writes with each push and pop, which
+// slows it and lets them steal the task it was about to run (a chain of
+// tasks on 16 cores: docs/schedulers.md).
 constexpr unsigned full_scan_rounds = 2;
 
 // A task: a submitted function, or a block [b, e) of a parallel_for.
@@ -100,7 +100,7 @@ struct steal_scheduler::impl {
     // Owner-only bookkeeping.
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
-    unsigned victim = 0;
+    unsigned victim = 0;  // offset from `index` of the next one-victim round's victim
   };
 
   impl(unsigned n, bool pin, topology t) : threads(n), pin(pin), topo(std::move(t)) {}

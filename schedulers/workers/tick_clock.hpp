@@ -1,8 +1,8 @@
 #pragma once
-// The busy-time clock of the schedulers' statistics: read twice per task, so
-// it must cost far less than a task. On x86-64 it is the time-stamp counter
-// (constant-rate on the CPUs this runs on; one `rdtsc`, where a
-// steady_clock read costs a vDSO call, ~30 ns in a VM); elsewhere
+// The busy-time clock of the schedulers' statistics, read at the ends of a
+// busy spell (steal, deal) or around a timed task (tbb). On x86-64 it is
+// the time-stamp counter (constant-rate on the CPUs this runs on; one
+// `rdtsc`, half the cost of a steady_clock read, a vDSO call); elsewhere
 // steady_clock. Differences are converted to nanoseconds when read, at the
 // rate the counter ran against steady_clock since the process started.
 //
