@@ -7,6 +7,7 @@
 // time per task is the cost of tracking dependencies and scheduling; each
 // run checks that every task ran exactly once more.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -125,22 +126,28 @@ void run(sb::context& ctx) {
     std::uint32_t runs = 0;
     auto per_task = [n = s.n](double sec) { return sec / double(n) * 1e9; };
     auto check = [&] { return check_visits(visits, runs); };
+    // One variant: `run_once` runs the graph once; every run is counted for the check.
+    auto measure = [&](const std::string& name, std::function<void()> run_once, const char* note) -> const auto& {
+      return ctx.measure({.name = name,
+                          .unit = "ns/task",
+                          .better = sb::lower,
+                          .setup = nullptr,
+                          .run =
+                              [&runs, run_once] {
+                                ++runs;
+                                run_once();
+                              },
+                          .to_metric = per_task,
+                          .check = check,
+                          .note = note});
+    };
 
     std::unique_ptr<tbb_flow> peer;
     sb::peer_arena().execute([&] { peer = std::make_unique<tbb_flow>(s, visits); });
     std::fill(visits.begin(), visits.end(), 0u);
-    const auto& base = ctx.measure({.name = s.name + ", tbb flow graph",
-                                    .unit = "ns/task",
-                                    .better = sb::lower,
-                                    .setup = nullptr,
-                                    .run =
-                                        [&] {
-                                          ++runs;
-                                          sb::peer_arena().execute([&] { peer->run(); });
-                                        },
-                                    .to_metric = per_task,
-                                    .check = check,
-                                    .note = "continue_nodes, try_put to the roots, wait_for_all"});
+    const auto& base = measure(s.name + ", tbb flow graph",
+                               [&] { sb::peer_arena().execute([&] { peer->run(); }); },
+                               "continue_nodes, try_put to the roots, wait_for_all");
     sb::peer_arena().execute([&] { peer.reset(); });
 
     for (const char* policy : {"tbb", "steal", "deal"}) {
@@ -149,18 +156,8 @@ void run(sb::context& ctx) {
       build(g, s, visits);
       std::fill(visits.begin(), visits.end(), 0u);
       runs = 0;
-      const auto& mine = ctx.measure({.name = s.name + ", sinew " + policy,
-                                      .unit = "ns/task",
-                                      .better = sb::lower,
-                                      .setup = nullptr,
-                                      .run =
-                                          [&] {
-                                            ++runs;
-                                            g.run(*sched).wait();
-                                          },
-                                      .to_metric = per_task,
-                                      .check = check,
-                                      .note = "task_graph built once, run(sched).wait()"});
+      const auto& mine = measure(s.name + ", sinew " + policy, [&] { g.run(*sched).wait(); },
+                                 "task_graph built once, run(sched).wait()");
       ctx.ratio("task_graphs_" + s.key + "_" + policy, mine.stats.median / base.stats.median, target, sb::lower,
                 "sinew " + std::string(policy) + " ns/task / tbb flow graph ns/task, " + s.name + " (medians)");
     }

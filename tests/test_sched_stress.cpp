@@ -238,13 +238,13 @@ std::size_t task_graph_faults(scheduler& s, std::size_t n, std::size_t rounds, s
     std::vector<char> after_thrower(n, 0);
     if (kind == 1) {  // the thrower's descendants
       CHECK_FALSE(normal);
-      std::vector<std::uint32_t> todo(succ[t].begin(), succ[t].end());
-      while (!todo.empty()) {
-        const std::uint32_t x = todo.back();
-        todo.pop_back();
+      std::vector<std::uint32_t> stack(succ[t].begin(), succ[t].end());  // depth-first walk
+      while (!stack.empty()) {
+        const std::uint32_t x = stack.back();
+        stack.pop_back();
         if (after_thrower[x]) continue;
         after_thrower[x] = 1;
-        todo.insert(todo.end(), succ[x].begin(), succ[x].end());
+        stack.insert(stack.end(), succ[x].begin(), succ[x].end());
       }
     }
     const std::uint32_t want = kind == 0 ? 2 : 1;
