@@ -53,19 +53,15 @@ void channel::freed() {
 }
 
 channel_spec channel_for(const compiled_graph& g, std::size_t i) {
-  const auto& specs = g.stages;
-  const std::size_t n = specs.size();
-  unsigned pc = i == 0 ? 1 : specs[i - 1].concurrency;
-  unsigned cc = i < n ? specs[i].concurrency : 1;
-  std::size_t cap = (i < n && specs[i].capacity) ? specs[i].capacity
-                    : g.opts.capacity           ? g.opts.capacity
-                                                : std::max<std::size_t>(2, 2 * std::max(pc, cc));
-  const bool given = (i < n && specs[i].capacity) || g.opts.capacity;
+  const channel_plan& p = g.channels[i];
+  const unsigned pc = g.concurrency(p.from), cc = g.concurrency(p.to);
+  const std::size_t given = p.to.k == vertex_ref::stage ? g.stages[p.to.i].capacity : 0;
+  std::size_t cap = given ? given : g.opts.capacity ? g.opts.capacity : std::max<std::size_t>(2, 2 * std::max(pc, cc));
   cap = cap ? cap : 1;  // as channel's constructor
-  channel_spec c{channel::kind::mpmc, cap, -1, given ? cap : std::max(cap, small_unit_capacity)};
-  if (i > 0 && specs[i - 1].exit_region >= 0) {
+  channel_spec c{channel::kind::mpmc, cap, -1, (given || g.opts.capacity) ? cap : std::max(cap, small_unit_capacity)};
+  if (p.from.k == vertex_ref::stage && g.stages[p.from.i].exit_region >= 0) {
     c.k = channel::kind::reorder;
-    c.depth = specs[i - 1].exit_region;
+    c.depth = g.stages[p.from.i].exit_region;
   } else if (pc == 1 && cc == 1) {
     c.k = channel::kind::spsc;
   }

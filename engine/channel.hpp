@@ -140,8 +140,7 @@ class channel {
   queue q_;
 };
 
-/// Kind and capacity of channel `i` of `g` (0: source -> first stage, ...,
-/// stage_count: last stage -> sink).
+/// Kind and capacity of channel `i` of `g` (compiled_graph::channels).
 struct channel_spec {
   channel::kind k;
   std::size_t cap;

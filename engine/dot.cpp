@@ -83,9 +83,11 @@ std::string ms(std::uint64_t ns) {
 std::string to_dot(const graph& g, const run_stats* st) {
   const detail::compiled_graph& cg = *g.g_;
   const std::size_t n = cg.stages.size();
-  if (st && st->stages.size() != n + 1)
+  const std::size_t vertices = n + cg.junctions.size() + cg.sinks.size();
+  if (st && st->stages.size() != vertices)
     throw graph_error("to_dot", "the statistics have " + std::to_string(st->stages.size()) +
-                                    " stages, this graph has " + std::to_string(n) + " (+ sink): not a run of it");
+                                    " stages, this graph has " + std::to_string(vertices) +
+                                    " (with junctions and sinks): not a run of it");
 
   // The tree of containers, from the stage paths.
   cluster root;
@@ -118,9 +120,15 @@ std::string to_dot(const graph& g, const run_stats* st) {
         "  compound=true;\n"
         "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=10];\n"
         "  edge [fontname=\"Helvetica\", fontsize=9];\n";
-  os << "  source [shape=ellipse, label=\"source";
-  if (st) os << "\\nunits " << st->units_in << "\\nbytes " << st->bytes_in;
-  os << "\"];\n";
+  // Sources and sinks: a tree's are "source" and "sink"; a dag's are named.
+  auto endpoint_id = [&](const char* kind, std::size_t i) {
+    return std::string(kind) + (cg.is_dag() ? std::to_string(i) : std::string());
+  };
+  for (std::size_t i = 0; i < cg.sources.size(); ++i) {
+    os << "  " << endpoint_id("source", i) << " [shape=ellipse, label=\"" << esc(cg.is_dag() ? cg.sources[i].name : "source");
+    if (st && i < st->sources.size()) os << "\\nunits " << st->sources[i].units << "\\nbytes " << st->sources[i].bytes;
+    os << "\"];\n";
+  }
 
   auto stage_node = [&](std::size_t i, const std::string& indent) {
     const detail::stage_spec& s = cg.stages[i];
@@ -157,20 +165,42 @@ std::string to_dot(const graph& g, const run_stats* st) {
   };
   emit(emit, root, "  ", 1);
 
-  os << "  sink [shape=ellipse, label=\"" << esc(st ? st->stages.back().path : std::string("sink"));
-  if (st) os << "\\nunits " << st->stages.back().units << "\\nbytes " << st->bytes_out;
-  os << "\"];\n";
+  for (std::size_t j = 0; j < cg.junctions.size(); ++j) {
+    os << "  j" << j << " [shape=diamond, label=\"" << esc(cg.junctions[j].path) << "\\n"
+       << detail::junction_kind_name(cg.junctions[j].k);
+    if (st) os << "\\nunits " << st->stages[n + j].units;
+    os << "\"];\n";
+  }
+  for (std::size_t i = 0; i < cg.sinks.size(); ++i) {
+    const std::size_t at = n + cg.junctions.size() + i;
+    os << "  " << endpoint_id("sink", i) << " [shape=ellipse, label=\""
+       << esc(st ? st->stages[at].path : cg.is_dag() ? cg.sinks[i].name : std::string("sink"));
+    if (st) os << "\\nunits " << st->stages[at].units << "\\nbytes " << st->stages[at].bytes;
+    os << "\"];\n";
+  }
 
-  for (std::size_t i = 0; i <= n; ++i) {
+  auto vertex_id = [&](detail::vertex_ref v) -> std::string {
+    switch (v.k) {
+      case detail::vertex_ref::stage: return "s" + std::to_string(v.i);
+      case detail::vertex_ref::junction: return "j" + std::to_string(v.i);
+      case detail::vertex_ref::source: return endpoint_id("source", v.i);
+      case detail::vertex_ref::sink: break;
+    }
+    return endpoint_id("sink", v.i);
+  };
+  // The stats row of a channel's consumer (its input queue).
+  auto consumer_row = [&](detail::vertex_ref v) -> std::size_t {
+    switch (v.k) {
+      case detail::vertex_ref::stage: return v.i;
+      case detail::vertex_ref::junction: return n + v.i;
+      default: return n + cg.junctions.size() + v.i;
+    }
+  };
+  for (std::size_t i = 0; i < cg.channels.size(); ++i) {
     detail::channel_spec c = detail::channel_for(cg, i);
-    os << "  ";
-    if (i == 0) os << "source";
-    else os << "s" << (i - 1);
-    os << " -> ";
-    if (i == n) os << "sink";
-    else os << "s" << i;
+    os << "  " << vertex_id(cg.channels[i].from) << " -> " << vertex_id(cg.channels[i].to);
     os << " [label=\"cap " << c.cap << " " << detail::kind_name(c.k);
-    if (st) os << "\\nhigh " << st->stages[i].high_water;
+    if (st) os << "\\nhigh " << st->stages[consumer_row(cg.channels[i].to)].high_water;
     os << "\"];\n";
   }
   os << "}\n";

@@ -7,6 +7,7 @@
 
 #include "channel.hpp"
 #include "compiled_graph.hpp"
+#include "junction.hpp"
 #include "run_state.hpp"
 #include "stage.hpp"
 
@@ -24,19 +25,13 @@ graph::graph(node root, graph_options o) {
   detail::stream_compiler c;
   root.impl()->compile_stream(c, path);
   g->stages = std::move(c.stages);
-  // Live ordered regions: each recorded exit with the nearest entry of the
-  // same depth before it.
-  for (std::size_t i = 0; i < g->stages.size(); ++i) {
-    int d = g->stages[i].exit_region;
-    if (d < 0) continue;
-    for (std::size_t j = i + 1; j-- > 0;) {
-      const auto& er = g->stages[j].enter_regions;
-      if (std::find(er.begin(), er.end(), unsigned(d)) != er.end()) {
-        g->regions.push_back({j, i});
-        break;
-      }
-    }
-  }
+  // One source, the stages in order, one sink: channel i feeds stage i.
+  g->sources.push_back({"source", 0, root.impl()->input_types()});
+  g->sinks.push_back({"sink", 0, root.impl()->output_types()});
+  const std::uint32_t in = g->add_channel({detail::vertex_ref::source, 0}, {detail::vertex_ref::sink, 0});
+  g->sinks[0].channel = g->chain(0, g->stages.size(), in);
+  g->copies_shared.assign(g->stages.size(), false);
+  g->find_regions(0, g->stages.size());
   g_ = std::move(g);
 }
 
@@ -44,16 +39,56 @@ graph::~graph() = default;
 graph::graph(graph&&) noexcept = default;
 graph& graph::operator=(graph&&) noexcept = default;
 
-run_future graph::run(source src, sink snk) {
-  auto s = std::make_shared<run_state>(g_, std::move(src), std::move(snk));
-  s->start();
-  return run_future(std::move(s));
-}
+run_future graph::run(source src, sink snk) { return run(std::move(src), std::move(snk), std::stop_token{}); }
 
 run_future graph::run(source src, sink snk, std::stop_token token) {
-  auto s = std::make_shared<run_state>(g_, std::move(src), std::move(snk));
+  if (g_->sources.size() != 1 || g_->sinks.size() != 1)
+    throw graph_error("graph", "this graph has " + std::to_string(g_->sources.size()) + " source(s) and " +
+                                   std::to_string(g_->sinks.size()) + " sink(s): run it with named endpoints");
+  std::vector<source> srcs;
+  srcs.push_back(std::move(src));
+  std::vector<sink> snks;
+  snks.push_back(std::move(snk));
+  return start(std::move(srcs), std::move(snks), std::move(token));
+}
+
+namespace {
+// The endpoints of `given` in the order of `declared`; every declared name
+// given exactly once.
+template <class E>
+std::vector<E> by_name(const std::vector<detail::endpoint_spec>& declared, std::vector<std::pair<std::string, E>> given,
+                       const char* what) {
+  std::vector<std::optional<E>> slot(declared.size());
+  for (auto& [name, e] : given) {
+    std::size_t i = 0;
+    while (i < declared.size() && declared[i].name != name) ++i;
+    if (i == declared.size()) {
+      std::string names;
+      for (const auto& d : declared) names += (names.empty() ? "'" : ", '") + d.name + "'";
+      throw graph_error(name, std::string("no ") + what + " of that name in the graph (it has " + names + ")");
+    }
+    if (slot[i]) throw graph_error(name, std::string(what) + " given twice");
+    slot[i].emplace(std::move(e));
+  }
+  std::vector<E> out;
+  for (std::size_t i = 0; i < declared.size(); ++i) {
+    if (!slot[i]) throw graph_error(declared[i].name, std::string(what) + " not given to run()");
+    out.push_back(std::move(*slot[i]));
+  }
+  return out;
+}
+}  // namespace
+
+run_future graph::run(named_sources srcs, named_sinks snks, std::stop_token token) {
+  return start(by_name(g_->sources, std::move(srcs), "source"), by_name(g_->sinks, std::move(snks), "sink"),
+               std::move(token));
+}
+
+run_future graph::start(std::vector<source> srcs, std::vector<sink> snks, std::stop_token token) {
+  auto s = std::make_shared<run_state>(g_, std::move(srcs), std::move(snks));
   s->start();
-  s->on_stop = std::make_unique<std::stop_callback<run_state::canceller>>(token, run_state::canceller{s});
+  if (token.stop_possible())
+    s->on_stop = std::make_unique<std::stop_callback<run_state::canceller>>(token, run_state::canceller{s});
   return run_future(std::move(s));
 }
 
@@ -70,6 +105,9 @@ std::string graph::describe() const {
     if (!s.entry_layers.empty()) os << " pushes-layers(" << s.entry_layers.size() << ")";
     os << "\n";
   }
+  if (!g_->is_dag()) return os.str();
+  for (const auto& j : g_->junctions) os << "junction: " << j.path << " " << detail::junction_kind_name(j.k) << "\n";
+  for (const auto& c : g_->channels) os << "edge: " << g_->vertex_path(c.from) << " -> " << g_->vertex_path(c.to) << "\n";
   return os.str();
 }
 
@@ -98,8 +136,8 @@ bool run_future::ready() const {
 void run_future::get() {
   wait();
   std::call_once(s_->join_once, [&] {
-    if (s_->source_thread.joinable() && s_->source_thread.get_id() != std::this_thread::get_id())
-      s_->source_thread.join();
+    for (auto& src : s_->sources)
+      if (src->thread.joinable() && src->thread.get_id() != std::this_thread::get_id()) src->thread.join();
   });
   std::exception_ptr e;
   {
@@ -159,11 +197,15 @@ scheduler_stats delta(const scheduler_stats& a, const scheduler_stats& b) {
 
 run_stats run_future::stats() const {
   run_stats r;
-  r.units_in = s_->units_in.load();
-  r.units_out = s_->units_out.load();
+  const detail::compiled_graph& g = *s_->g;
+  for (auto& src : s_->sources) {
+    endpoint_stats e{g.sources[src->index].name, src->units.load(), src->bytes.load()};
+    r.units_in += e.units;
+    r.bytes_in += e.bytes;
+    r.sources.push_back(std::move(e));
+  }
   r.units_alive_max = s_->units.alive_max();
   r.units_alive = s_->units.alive();
-  r.bytes_in = s_->bytes_in.load();
   for (auto& c : s_->channels) r.capacity_total += c->capacity();
   {
     std::lock_guard<std::mutex> lk(s_->done_m);
@@ -175,9 +217,13 @@ run_stats run_future::stats() const {
   if (!r.done) r.scheduler = delta(s_->sched_start, s_->sched->stats());
   r.latency = s_->latency.read();
   const std::uint64_t now = detail::now_ns();
-  for (auto& st : s_->stages) {
+  for (std::size_t i = 0; i < s_->stages.size(); ++i) {
+    const detail::stage_rt* st = s_->stages[i].get();
     stage_stats x;
-    x.path = st->spec ? st->spec->path : s_->snk.impl().label();
+    const bool sink = i >= s_->first_sink;
+    if (st->spec) x.path = st->spec->path;
+    else if (st->junction) x.path = st->junction->spec.path;
+    else x.path = g.is_dag() ? g.sinks[i - s_->first_sink].name : st->snk->label();
     x.concurrency = st->max_active;
     x.capacity = st->in->capacity();
     x.high_water = st->in->high_water.load();
@@ -193,12 +239,16 @@ run_stats run_future::stats() const {
     std::uint64_t since = st->idle_since.load();
     if (!r.done && since && now > since) ((since & 1) ? x.wait_out_ns : x.wait_in_ns) += now - (since & ~std::uint64_t(1));
     {
-      std::lock_guard<std::mutex> lk(st->counters_m);
+      std::lock_guard<std::mutex> lk(const_cast<detail::stage_rt*>(st)->counters_m);
       x.counters.assign(st->counters.begin(), st->counters.end());
+    }
+    if (sink) {
+      r.units_out += x.units;
+      r.bytes_out += x.bytes;
+      r.sinks.push_back({g.sinks[i - s_->first_sink].name, x.units, x.bytes});
     }
     r.stages.push_back(std::move(x));
   }
-  r.bytes_out = r.stages.empty() ? 0 : r.stages.back().bytes;
   return r;
 }
 

@@ -14,19 +14,19 @@
 
 namespace sinew::detail {
 
-bool run_state::producing() const {
-  int s = state.load();
-  return s == running || (s == stopping && src.impl().drains_on_stop());
+bool run_state::producing(const source_rt& s) const {
+  int st = state.load();
+  return st == running || (st == stopping && s.src.impl().drains_on_stop());
 }
 
-bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
+bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping, const source_rt& s) {
   for (;;) {
     if (c.try_reserve()) return true;
-    if (give_up_when_stopping && !producing()) return false;
+    if (give_up_when_stopping && !producing(s)) return false;
     c.waiters.fetch_add(1, std::memory_order_seq_cst);
     std::uint32_t e = c.space_epoch.load(std::memory_order_seq_cst);
     bool ok = c.try_reserve();
-    bool quit = !ok && give_up_when_stopping && !producing();
+    bool quit = !ok && give_up_when_stopping && !producing(s);
     if (!ok && !quit) c.space_epoch.wait(e, std::memory_order_seq_cst);
     c.waiters.fetch_sub(1, std::memory_order_seq_cst);
     if (ok) return true;
@@ -34,36 +34,41 @@ bool run_state::reserve_blocking(channel& c, bool give_up_when_stopping) {
   }
 }
 
-work_unit* run_state::make_unit(std::uint64_t seq) {
-  const node_impl& root = *g->root.impl();
+work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
   work_unit* u = acquire_unit();
   bool more = false;
   const std::uint64_t ts = tr ? now_ns() : 0;
+  source_impl& src = s.src.impl();
   try {
     layer in;
     unit_builder b(in, seq, &stop_flag);
-    more = src.impl().next(b);
+    more = src.next(b);
     if (more) {
       if (tr) [[unlikely]]
-        tr->complete("source", src.impl().label(), ts, now_ns() - ts, {{"seq", seq}});
+        tr->complete("source", src.label(), ts, now_ns() - ts, {{"seq", seq}});
       u->set_seq(seq);
+      u->set_origin(s.index);
       u->set_grain(b.grain());
-      if (!root.in_place()) {
-        shape os = root.output_shape(in.shape());
+      // A tree's output layer comes with the unit (the sink may supply the
+      // caller's memory); in a dag each tree's first stage adds its own.
+      const node_impl* root = g->root ? g->root.impl().get() : nullptr;
+      if (root && !root->in_place()) {
+        sink_impl& snk = sinks[0].impl();
+        shape os = root->output_shape(in.shape());
         layer out(os);
         bool provided = false;
         try {
-          provided = snk.impl().provide(seq, os, out);
+          provided = snk.provide(seq, os, out);
         } catch (...) {
-          fail(snk.impl().label(), std::current_exception());
+          fail(snk.label(), std::current_exception());
           more = false;
         }
-        if (more && !provided) add_pool_buffers(out, out_types);
+        if (more && !provided) add_pool_buffers(out, g->sinks[0].types);
         if (more && provided) {
           try {
-            check_layer(out, out_types, "output");
+            check_layer(out, g->sinks[0].types, "output");
           } catch (...) {
-            fail(snk.impl().label(), std::current_exception());
+            fail(snk.label(), std::current_exception());
             more = false;
           }
         }
@@ -74,110 +79,114 @@ work_unit* run_state::make_unit(std::uint64_t seq) {
       // place buffer types need checking.
       if (more) {
         try {
-          check_layer(in, in_types, "input");
+          check_layer(in, s.types, "input");
         } catch (...) {
-          fail(g->stages.front().path, std::current_exception());
+          fail(s.first_path, std::current_exception());
           more = false;
         }
       }
-      if (more) bump(bytes_in, in.bytes(), false);  // one producer: the source
-      if (more && seq == 0 && growable) grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
+      if (more) bump(s.bytes, in.bytes(), false);  // one producer: the source
+      if (more && seq == 0 && growable && !grown.exchange(true, std::memory_order_relaxed))
+        grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
       u->push_layer(std::move(in));
     }
   } catch (...) {
-    fail(src.impl().label(), std::current_exception());
+    fail(src.label(), std::current_exception());
     more = false;
   }
   if (!more || dropping()) {
     release_unit(u);
     return nullptr;
   }
-  bump(units_in, 1, false);
+  bump(s.units, 1, false);
   // Timed from here (accepted) to the sink; sampled: two clock reads.
   if (time_latency && (seq & latency_mask) == 0) u->set_accepted_ns(now_ns());
   return u;
 }
 
 void run_state::grow_capacities(std::size_t bytes) {
-  // Called while making the first unit, before it is pushed: every stage
-  // that will see a unit sees the new capacities (the push publishes them).
-  // Small units with the default capacities (twice the concurrency) would
-  // make every activation handle a couple of units and hand over to a new
-  // task, whose cost then dominates; memory is no concern for them.
+  // Called while a source makes its first unit, before it is pushed: every
+  // stage that will see a unit of that source sees the new capacities (the
+  // push publishes them). Small units with the default capacities (twice
+  // the concurrency) would make every activation handle a couple of units
+  // and hand over to a new task, whose cost then dominates; memory is no
+  // concern for them. In a dag the first source to make a unit decides
+  // (capacities only grow, within what every queue was sized for).
   const std::size_t want = std::min(small_unit_capacity, small_unit_budget / std::max<std::size_t>(bytes, 1));
   for (auto& c : channels) c->grow(want);
   // Windows after their channels: a window never exceeds its channel.
   for (std::size_t j = 0; j < regions.size(); ++j)
-    regions[j]->window.store(channels[g->regions[j].exit + 1]->capacity(), std::memory_order_seq_cst);
+    regions[j]->window.store(channels[g->stage_out[g->regions[j].exit]]->capacity(), std::memory_order_seq_cst);
 }
 
-void run_state::push_eos(std::uint64_t seq, bool wake) {
+void run_state::push_eos(source_rt& s, std::uint64_t seq, bool wake) {
   work_unit* e = acquire_unit();
   e->set_end_of_stream(true);
   e->set_seq(seq);
-  channels[0]->push(e);
-  if (wake) stages[0]->notify();
+  e->set_origin(s.index);
+  s.out->push(e);
+  if (wake) s.out->consumer->notify();
 }
 
-void run_state::source_loop() {
+void run_state::source_loop(source_rt& s) {
   std::optional<trace::scope> traced;
   if (tr) {
     traced.emplace(tr);
-    tr->name_thread("source");
+    tr->name_thread(sources.size() == 1 ? std::string("source") : "source " + g->sources[s.index].name);
   }
-  channel& c0 = *channels[0];
+  channel& c0 = *s.out;
   std::uint64_t seq = 0;
-  while (producing()) {
-    if (!reserve_blocking(c0, true)) break;
-    work_unit* u = make_unit(seq);
+  while (producing(s)) {
+    if (!reserve_blocking(c0, true, s)) break;
+    work_unit* u = make_unit(s, seq);
     if (!u) {
       c0.unreserve();
       break;
     }
     ++seq;
     c0.push(u);
-    stages[0]->notify();
+    c0.consumer->notify();
   }
   // End of stream is always delivered: stages drain (or drop) what is ahead.
-  reserve_blocking(c0, false);
-  push_eos(seq, true);
+  reserve_blocking(c0, false, s);
+  push_eos(s, seq, true);
 }
 
-stage_rt* run_state::source_activation() {
-  stage_rt& st = *source_stage;
-  channel& c0 = *channels[0];
+stage_rt* run_state::source_activation(source_rt& s) {
+  stage_rt& st = *s.stage;
+  channel& c0 = *s.out;
   const std::uint64_t t0 = now_ns();
   std::optional<trace::scope> traced;
   if (tr) [[unlikely]] traced.emplace(tr);
   const unsigned batch = g->opts.batch ? g->opts.batch : 1;
   unsigned budget = batch;
-  while (!source_done.load(std::memory_order_relaxed) && c0.try_reserve()) {
+  while (!s.done.load(std::memory_order_relaxed) && c0.try_reserve()) {
     // Until an activation has measured the source's cost per unit, the
     // first unit is timed: whether the source is cheap decides how it wakes
-    // the first stage (below).
+    // its consumer (below).
     const bool timing = st.unit_cost_ns.load(std::memory_order_relaxed) == UINT32_MAX;
     const std::uint64_t tm = timing ? now_ns() : 0;
-    work_unit* u = state.load() == running ? make_unit(next_seq) : nullptr;
+    work_unit* u = state.load() == running ? make_unit(s, s.next_seq) : nullptr;
     if (timing && u)
       st.unit_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(now_ns() - tm, UINT32_MAX - 1)),
                             std::memory_order_relaxed);
     if (!u) {
-      source_done.store(true, std::memory_order_seq_cst);
-      push_eos(next_seq, false);  // uses the slot just reserved; leave() wakes the first stage
+      s.done.store(true, std::memory_order_seq_cst);
+      push_eos(s, s.next_seq, false);  // uses the slot just reserved; leave() wakes the consumer
       break;
     }
-    ++next_seq;
+    ++s.next_seq;
     bump(st.units, 1, false);
     const bool head = c0.push(u);
     // A costly source wakes its consumer at once (it goes on making the next
     // unit meanwhile), unless this was its last unit: then it ends its
     // stream and its leave() runs the consumer on this thread.
-    const bool last = src_size && next_seq >= *src_size;
-    if ((!st.cheap() && !last) || stages[0]->max_active > 1) c0.pushed(head);
+    const bool last = s.size && s.next_seq >= *s.size;
+    if ((!st.cheap() && !last) || c0.consumer->max_active > 1) c0.pushed(head);
     if (--budget == 0) {
       st.account(t0, batch);
       st.spawn();
-      stages[0]->notify();
+      c0.consumer->notify();
       return nullptr;
     }
   }

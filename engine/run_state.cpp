@@ -8,68 +8,101 @@
 #include <sinew/detail/clock.hpp>
 
 #include "channel.hpp"
+#include "junction.hpp"
 #include "ordered_region.hpp"
 #include "stage.hpp"
 
 namespace sinew::detail {
 
+source_rt::~source_rt() = default;
+
 namespace {
-// Units alive never exceed the sum of capacities + 2 (see docs/runtime.md).
+// Units alive never exceed the sum of capacities + 2 per source and sink,
+// plus what junctions hold (docs/runtime.md).
 std::size_t unit_bound(const compiled_graph& g) {
-  std::size_t n = 8;
-  for (std::size_t i = 0; i <= g.stages.size(); ++i) n += channel_for(g, i).cap_max;
+  std::size_t n = 8 + 2 * (g.sources.size() + g.sinks.size());
+  for (std::size_t i = 0; i < g.channels.size(); ++i) n += channel_for(g, i).cap_max;
+  for (const junction_spec& j : g.junctions) n += j.outs.size();
   return n;
 }
 }  // namespace
 
-run_state::run_state(std::shared_ptr<const compiled_graph> graph, source s, sink k)
-    : g(std::move(graph)), src(std::move(s)), snk(std::move(k)), tr(g->opts.trace), units(unit_bound(*g)) {
+run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<source> srcs, std::vector<sink> snks)
+    : g(std::move(graph)), tr(g->opts.trace), sinks(std::move(snks)), units(unit_bound(*g)) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   if (unsigned every = g->opts.latency_every) {
     time_latency = true;
     latency_mask = std::bit_ceil(every) - 1;
   }
-  const auto& specs = g->stages;
-  std::size_t n = specs.size();
   std::optional<topology> tp;  // read once, only when a stage places its buffers
   auto topo = [&]() -> const topology& {
     if (!tp) tp = sched->numa_topology() ? *sched->numa_topology() : topology::current();
     return *tp;
   };
-  for (std::size_t i = 0; i <= n; ++i) {
+  for (std::size_t i = 0; i < g->channels.size(); ++i) {
     channel_spec c = channel_for(*g, i);
     channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth, c.cap_max));
     if (c.cap_max > c.cap) growable = true;
   }
-  for (std::size_t i = 0; i <= n; ++i) {
+  auto add_stage = [&](channel* in, channel* out, unsigned max_active) {
     auto st = std::make_unique<stage_rt>();
     st->run = this;
-    st->spec = i < n ? &specs[i] : nullptr;
-    st->in = channels[i].get();
-    st->out = i < n ? channels[i + 1].get() : nullptr;
-    st->max_active = i < n ? specs[i].concurrency : 1;
+    st->in = in;
+    st->out = out;
+    st->max_active = max_active;
     st->sched = std::make_unique<stage_scheduler>(*sched, *st);
-    if (i < n) {
-      auto pl = specs[i].placement ? specs[i].placement : g->opts.placement;
-      if (pl) {
-        st->place = std::make_unique<stage_placement>(topo(), *pl);
-        caller_may_run = false;
-      }
-    }
-    channels[i]->connect(i ? stages[i - 1].get() : nullptr, st.get());
     stages.push_back(std::move(st));
+    return stages.back().get();
+  };
+  const auto& specs = g->stages;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    stage_rt* st = add_stage(channels[g->stage_in[i]].get(), channels[g->stage_out[i]].get(), specs[i].concurrency);
+    st->spec = &specs[i];
+    st->copy_shared = g->copies_shared[i];
+    if (auto pl = specs[i].placement ? specs[i].placement : g->opts.placement) {
+      st->place = std::make_unique<stage_placement>(topo(), *pl);
+      caller_may_run = false;
+    }
   }
+  for (const junction_spec& js : g->junctions) {
+    stage_rt* st = add_stage(channels[js.ins[0]].get(), channels[js.outs[0]].get(), 1);
+    junctions.push_back(std::make_unique<junction_rt>(*st, js));
+  }
+  first_sink = stages.size();
+  for (std::size_t i = 0; i < g->sinks.size(); ++i) add_stage(channels[g->sinks[i].channel].get(), nullptr, 1)->snk = &sinks[i].impl();
+  sinks_open.store(sinks.size(), std::memory_order_relaxed);
+  // Every channel's ends, once every stage exists.
+  auto vertex = [&](vertex_ref v) -> stage_rt* {
+    switch (v.k) {
+      case vertex_ref::stage: return stages[v.i].get();
+      case vertex_ref::junction: return &junctions[v.i]->st;
+      case vertex_ref::sink: return stages[first_sink + v.i].get();
+      case vertex_ref::source: break;
+    }
+    return nullptr;  // a source's stage is made at start(); a source thread has none
+  };
+  for (std::size_t i = 0; i < g->channels.size(); ++i)
+    channels[i]->connect(vertex(g->channels[i].from), vertex(g->channels[i].to));
+  for (auto& j : junctions) j->wire(channels);
   for (const region_spec& rs : g->regions) {
     auto r = std::make_unique<region_rt>();
     r->entry = stages[rs.entry].get();
-    r->window.store(channels[rs.exit + 1]->capacity(), std::memory_order_relaxed);
-    channels[rs.exit + 1]->reorder()->closes = r.get();  // a region ends at a reorder channel
+    channel& exit = *channels[g->stage_out[rs.exit]];
+    r->window.store(exit.capacity(), std::memory_order_relaxed);
+    exit.reorder()->closes = r.get();  // a region ends at a reorder channel
     r->entry->admits.push_back(r.get());
     for (std::size_t i = rs.entry; i <= rs.exit; ++i) stages[i]->inside.push_back(r.get());
     regions.push_back(std::move(r));
   }
-  out_types = g->root.impl()->output_types();
-  in_types = g->root.impl()->input_types();
+  for (std::size_t i = 0; i < srcs.size(); ++i) {
+    auto s = std::make_unique<source_rt>(std::move(srcs[i]));
+    const endpoint_spec& e = g->sources[i];
+    s->index = std::uint32_t(i);
+    s->out = channels[e.channel].get();
+    s->types = e.types;
+    s->first_path = g->vertex_path(g->channels[e.channel].to);
+    sources.push_back(std::move(s));
+  }
 }
 
 run_state::~run_state() {
@@ -78,16 +111,21 @@ run_state::~run_state() {
     error = nullptr;
   }
   if (trace_live.exchange(false)) tr->run_ended();
-  if (source_thread.joinable()) {
-    if (source_thread.get_id() == std::this_thread::get_id()) source_thread.detach();
-    else source_thread.join();
+  for (auto& s : sources) {
+    if (!s->thread.joinable()) continue;
+    if (s->thread.get_id() == std::this_thread::get_id()) s->thread.detach();
+    else s->thread.join();
   }
   units.clear_all();
 }
 
 void run_state::start() {
-  src_size = src.impl().size_hint();
-  snk.impl().prepare(out_types, src_size);
+  for (auto& s : sources) s->size = s->src.impl().size_hint();
+  // A tree's sink gets the source's length (into() sizes its vector once);
+  // a dag's sinks are not told (their units may come from several sources).
+  const bool tree = !g->is_dag();
+  for (std::size_t i = 0; i < sinks.size(); ++i)
+    sinks[i].impl().prepare(g->sinks[i].types, tree ? sources[0]->size : std::nullopt);
   sched_start = sched->stats();
   if (tr) {
     tr->run_started();
@@ -98,26 +136,36 @@ void run_state::start() {
   // activate a stage).
   const std::uint64_t start_ns = now_ns();
   for (auto& st : stages) st->idle_since.store(start_ns | wait_input, std::memory_order_relaxed);
-  if (src.impl().blocking()) {
-    source_thread = std::thread([self = shared_from_this()] { self->source_loop(); });
-  } else {
-    source_stage = std::make_unique<stage_rt>();
-    source_stage->run = this;
-    source_stage->spec = nullptr;
-    source_stage->in = nullptr;
-    source_stage->out = channels[0].get();
-    source_stage->max_active = 1;
-    channels[0]->connect(source_stage.get(), stages[0].get());
-    if (source_stage->claim()) {
+  std::vector<source_rt*> tasks;
+  for (auto& sp : sources) {
+    source_rt& s = *sp;
+    if (s.src.impl().blocking()) {
+      s.thread = std::thread([self = shared_from_this(), &s] { self->source_loop(s); });
+      continue;
+    }
+    s.stage = std::make_unique<stage_rt>();
+    s.stage->run = this;
+    s.stage->src = &s;
+    s.stage->out = s.out;
+    s.stage->max_active = 1;
+    s.out->connect(s.stage.get(), s.out->consumer);
+    tasks.push_back(&s);
+  }
+  for (source_rt* s : tasks) {
+    if (!s->stage->claim()) continue;
+    if (!start_source) {
+      start_source = s;
       start_pending.store(true, std::memory_order_release);
       sched->submit([self = shared_from_this()] { self->run_start(); });
+    } else {
+      s->stage->spawn();
     }
   }
 }
 
 void run_state::run_start() {
   if (start_pending.load(std::memory_order_acquire) && start_pending.exchange(false, std::memory_order_acq_rel))
-    stage_rt::run_chain(source_stage.get());
+    stage_rt::run_chain(start_source->stage.get());
 }
 
 void run_state::fail(const std::string& path, std::exception_ptr e) {
@@ -138,7 +186,7 @@ void run_state::fail(const std::string& path, std::exception_ptr e) {
   while (s < failed && !state.compare_exchange_weak(s, failed)) {}
   stop_flag.store(true, std::memory_order_release);
   wake_all();
-  snk.impl().interrupt();  // a sink blocked on a peer must not hold up the failure
+  for (auto& k : sinks) k.impl().interrupt();  // a sink blocked on a peer must not hold up the failure
 }
 
 void run_state::request(int how) {
@@ -155,16 +203,33 @@ void run_state::request(int how) {
   }
   stop_flag.store(true, std::memory_order_release);
   wake_all();
-  if (how == cancelled) snk.impl().interrupt();  // stop drains into the sink: no interrupt
+  if (how == cancelled)  // stop drains into the sinks: no interrupt
+    for (auto& k : sinks) k.impl().interrupt();
 }
 
 void run_state::wake_all() {
-  src.impl().interrupt();
-  if (source_stage) source_stage->notify();
-  channel& c0 = *channels[0];
-  c0.space_epoch.fetch_add(1, std::memory_order_seq_cst);
-  c0.space_epoch.notify_all();
+  for (auto& s : sources) {
+    s->src.impl().interrupt();
+    if (s->stage) s->stage->notify();
+    s->out->space_epoch.fetch_add(1, std::memory_order_seq_cst);
+    s->out->space_epoch.notify_all();
+  }
   for (auto& s : stages) s->notify();
+}
+
+void run_state::sink_finished() {
+  if (sinks_open.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // A source's deferred error (source_impl::after_delivery), once every
+  // sink has everything.
+  for (auto& s : sources) {
+    if (dropping()) break;
+    try {
+      s->src.impl().after_delivery();
+    } catch (...) {
+      fail(s->src.impl().label(), std::current_exception());
+    }
+  }
+  complete();
 }
 
 void run_state::complete() {

@@ -1,5 +1,5 @@
 #pragma once
-// Internal: one run of a graph: its channels, stages, source, units and end
+// Internal: one run of a graph: its channels, stages, sources, units and end
 // (docs/runtime.md).
 #include <atomic>
 #include <chrono>
@@ -26,75 +26,100 @@
 namespace sinew::detail {
 
 class channel;
+struct junction_rt;
 struct region_rt;
 struct stage_rt;
 
+/// One source of a run: on a thread of its own (sources that may block,
+/// source_loop) or as a stage on the scheduler (source_activation).
+struct source_rt {
+  source src;
+  std::uint32_t index = 0;  // the units' origin
+  channel* out = nullptr;
+  std::unique_ptr<stage_rt> stage;  // null when the source has a thread
+  std::thread thread;
+  std::atomic<bool> done{false};
+  std::uint64_t next_seq = 0;  // source stage only
+  std::optional<std::uint64_t> size;  // the source's size_hint()
+  type_list types;  // what its units must hold
+  std::string first_path;  // the vertex its channel feeds (errors in the input)
+  alignas(cache_line) std::atomic<std::uint64_t> units{0}, bytes{0};  // one writer: the source
+
+  explicit source_rt(source s) : src(std::move(s)) {}
+  ~source_rt();
+};
+
 /// Owns everything of one run and outlives its tasks (each holds a
-/// reference). The source either has a thread of its own (source_loop) or
-/// runs as a stage (source_activation); the sink is the last stage.
+/// reference): its channels, its stages (tree stages, then junctions, then
+/// one per sink), its sources and units. The run ends when end of stream has
+/// reached every sink.
 ///
 /// \code
-/// auto s = std::make_shared<run_state>(compiled, std::move(src), std::move(snk));
+/// auto s = std::make_shared<run_state>(compiled, std::move(sources), std::move(sinks));
 /// s->start();                  // returns at once; s->done_latch opens at the end
 /// return run_future(std::move(s));
 /// \endcode
 struct run_state : std::enable_shared_from_this<run_state> {
   enum : int { running = 0, stopping = 1, failed = 2, cancelled = 3 };
 
-  run_state(std::shared_ptr<const compiled_graph> g, source src, sink snk);
+  run_state(std::shared_ptr<const compiled_graph> g, std::vector<source> srcs, std::vector<sink> snks);
   ~run_state();
   void start();
   /// Source on its own thread (sources that may block).
-  void source_loop();
+  void source_loop(source_rt& s);
   /// Source as a stage on the scheduler (sources that never block).
-  stage_rt* source_activation();
-  work_unit* make_unit(std::uint64_t seq);  // null: end of stream or failure
+  stage_rt* source_activation(source_rt& s);
+  work_unit* make_unit(source_rt& s, std::uint64_t seq);  // null: end of stream or failure
   /// Raises the capacity of the channels of default capacity (and the
   /// windows of their regions) for units of `bytes` (the first unit's).
   void grow_capacities(std::size_t bytes);
   bool growable = false;  // some channel has cap_max > cap
-  /// `wake`: notify the first stage (the source stage's leave() claims it).
-  void push_eos(std::uint64_t seq, bool wake);
-  /// The first activation of a task-mode source: submitted as a task by
-  /// start(), and run by whichever comes first, that task or a caller of
-  /// run_future::get()/wait() (which then runs the graph's stages itself
-  /// instead of sleeping while workers wake up: a short run ends on the
-  /// caller's thread).
+  std::atomic<bool> grown{false};  // capacities grow once, for the first unit made
+  /// `wake`: notify the consumer (the source stage's leave() claims it).
+  void push_eos(source_rt& s, std::uint64_t seq, bool wake);
+  /// The first activation of the first task-mode source: submitted as a
+  /// task by start(), and run by whichever comes first, that task or a
+  /// caller of run_future::get()/wait() (which then runs the graph's stages
+  /// itself instead of sleeping while workers wake up: a short run ends on
+  /// the caller's thread).
   std::atomic<bool> start_pending{false};
+  source_rt* start_source = nullptr;
   void run_start();
   /// A caller of get()/wait() may run the stages: not when a stage places
   /// its buffers (`standard` placement records the node of the worker that
   /// writes them; a thread outside the scheduler has none).
   bool caller_may_run = true;
-  bool reserve_blocking(channel& c, bool give_up_when_stopping);
+  bool reserve_blocking(channel& c, bool give_up_when_stopping, const source_rt& s);
   /// The source should go on: running, or stopping with a source whose
   /// buffered items count as accepted (drains_on_stop).
-  bool producing() const;
+  bool producing(const source_rt& s) const;
 
   work_unit* acquire_unit() { return units.acquire(); }
   void release_unit(work_unit* u) { units.release(u); }
   void fail(const std::string& path, std::exception_ptr e);
   void request(int how);  // stop or cancel
-  void complete();        // end of stream reached the sink
+  /// End of stream reached a sink; the last one ends the run.
+  void sink_finished();
+  void complete();
   void wake_all();
   bool dropping() const noexcept { return state.load(std::memory_order_acquire) >= failed; }
 
   std::shared_ptr<const compiled_graph> g;
-  source src;
-  sink snk;
   // Read on every unit by every stage: kept away from written lines.
   trace* const tr;  // null: not traced
   std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
   bool time_latency = false;
   scheduler* sched;
   std::vector<std::unique_ptr<channel>> channels;
-  std::vector<std::unique_ptr<stage_rt>> stages;  // back(): the sink
+  /// Tree stages (as g->stages), then junctions (as g->junctions), then
+  /// sinks (as g->sinks).
+  std::vector<std::unique_ptr<stage_rt>> stages;
+  std::vector<std::unique_ptr<junction_rt>> junctions;
   std::vector<std::unique_ptr<region_rt>> regions;  // as g->regions
-  std::unique_ptr<stage_rt> source_stage;  // null when the source has a thread
-  std::atomic<bool> source_done{false};
-  std::uint64_t next_seq = 0;  // source stage only
-  std::optional<std::uint64_t> src_size;  // the source's size_hint()
-  type_list out_types, in_types;
+  std::vector<std::unique_ptr<source_rt>> sources;
+  std::vector<sink> sinks;
+  std::size_t first_sink = 0;  // index of the first sink's stage
+  std::atomic<std::size_t> sinks_open{0};
 
   std::atomic<int> state{running};
   std::atomic<bool> stop_flag{false};  // seen by sources through unit_builder
@@ -102,15 +127,11 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::exception_ptr error;
 
   unit_pool units;
-  alignas(cache_line) std::atomic<std::uint64_t> units_in{0};    // the source's
-  std::atomic<std::uint64_t> bytes_in{0};
-  alignas(cache_line) std::atomic<std::uint64_t> units_out{0};   // the sink's
   latency_histogram latency;
   scheduler_stats sched_start, sched_end;  // sched_end: under done_m once done
   std::atomic<bool> trace_live{false};
   alignas(cache_line) char pad_[1] = {};
   std::chrono::steady_clock::time_point t0, t1;
-  std::thread source_thread;
   std::mutex done_m;
   std::condition_variable done_cv;
   bool done = false;

@@ -11,6 +11,7 @@
 
 #include "channel.hpp"
 #include "counters.hpp"
+#include "junction.hpp"
 #include "ordered_region.hpp"
 #include "run_state.hpp"
 #include "stage_context.hpp"
@@ -37,6 +38,7 @@ bool stage_rt::enough_running(unsigned a) const noexcept {
 }
 
 stage_rt* stage_rt::leave() {
+  if (junction) return junction->leave();
   if (in) {
     if (in->producer) in->producer->notify();
     else in->freed();  // the source thread, if it sleeps
@@ -46,7 +48,8 @@ stage_rt* stage_rt::leave() {
 }
 
 bool stage_rt::has_work() const noexcept {
-  if (!in) return !run->source_done.load(std::memory_order_seq_cst) && out->has_space();  // source
+  if (!in) return !src->done.load(std::memory_order_seq_cst) && out->has_space();  // source
+  if (junction) return junction->has_work();
   if (!in->has_data(run->dropping()) || (out && !out->has_space())) return false;
   for (region_rt* r : admits)
     if (r->full()) return false;
@@ -78,7 +81,7 @@ void stage_rt::run_chain(stage_rt* s) {
   // An activation that ends may hand its worker to the stage it fed (which
   // then reads units still hot in this core's cache) instead of queueing a
   // task for it: a trampoline, so chains do not grow the stack.
-  while (s) s = s->in ? s->activation() : s->run->source_activation();
+  while (s) s = s->junction ? s->junction->activation() : s->in ? s->activation() : s->run->source_activation(*s->src);
 }
 
 std::uint64_t stage_rt::account(std::uint64_t t0, unsigned n) {
@@ -183,23 +186,16 @@ void stage_rt::finish_one(bool wake) {
 }
 
 void stage_rt::forward_eos(work_unit* e, bool wake) {
-  if (!out) {  // the sink
+  if (!out) {  // a sink
     run->release_unit(e);
     if (!run->dropping()) {
       try {
-        run->snk.impl().finish();
+        snk->finish();
       } catch (...) {
-        run->fail(run->snk.impl().label(), std::current_exception());
-      }
-      if (!run->dropping()) {  // a source's deferred error (source_impl::after_delivery)
-        try {
-          run->src.impl().after_delivery();
-        } catch (...) {
-          run->fail(run->src.impl().label(), std::current_exception());
-        }
+        run->fail(snk->label(), std::current_exception());
       }
     }
-    run->complete();
+    run->sink_finished();
     return;
   }
   out->push(e);  // its slot was reserved when it was taken
@@ -228,22 +224,21 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
     eos.store(u, std::memory_order_seq_cst);
     return;
   }
-  if (!out) {  // sink (serial)
+  if (!out) {  // a sink (serial)
     if (!run->dropping()) {
       try {
         const std::uint64_t b = u->depth() ? u->in().bytes() : 0;
         trace* tr = run->tr;
         const std::uint64_t ts = tr ? now_ns() : 0;
-        run->snk.impl().consume(*u);
+        snk->consume(*u);
         const std::uint64_t t1 = tr || u->accepted_ns() ? now_ns() : 0;
         if (u->accepted_ns()) run->latency.add(t1 > u->accepted_ns() ? t1 - u->accepted_ns() : 0);
         if (tr) [[unlikely]]
-          tr->complete("sink", run->snk.impl().label(), ts, t1 - ts, {{"seq", u->seq()}});
+          tr->complete("sink", snk->label(), ts, t1 - ts, {{"seq", u->seq()}});
         bump(units, 1, false);
         bump(bytes, b, false);
-        bump(run->units_out, 1, false);
       } catch (...) {
-        run->fail(run->snk.impl().label(), std::current_exception());
+        run->fail(snk->label(), std::current_exception());
       }
     }
     run->release_unit(u);
@@ -252,6 +247,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
   if (!run->dropping()) {
     try {
       const std::uint64_t b = u->in().bytes();
+      if (copy_shared) [[unlikely]] own_buffers(u->in());
       for (const layer_plan& p : spec->entry_layers) p.insert(*u);
       exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get()};
       if (place && !spec->in_place)

@@ -20,8 +20,11 @@
 namespace sinew::detail {
 
 class channel;
+struct junction_rt;
 struct region_rt;
 struct run_state;
+struct source_rt;
+class sink_impl;
 
 /// What a stage activation that ended was waiting for (low bit of the time
 /// stamp in stage_rt::idle_since).
@@ -35,11 +38,17 @@ enum : std::uint64_t { wait_input = 0, wait_output = 1 };
 /// stage.notify();   // after a push into its input: runs an activation if it has work and a free slot
 /// \endcode
 struct stage_rt {
-  run_state* run;
-  const stage_spec* spec;  // null: the sink
-  channel* in;
-  channel* out;  // null: the sink
-  unsigned max_active;
+  run_state* run = nullptr;
+  const stage_spec* spec = nullptr;  // null: a sink, a junction or a source
+  channel* in = nullptr;   // null: a source
+  channel* out = nullptr;  // null: a sink
+  unsigned max_active = 1;
+  source_rt* src = nullptr;       // a source's stage
+  sink_impl* snk = nullptr;       // a sink's stage
+  junction_rt* junction = nullptr;  // a junction's stage (in, out: its first input and output)
+  /// A tree's first stage that works in place on units a broadcast shares:
+  /// it copies the shared buffers of layer 0 first.
+  bool copy_shared = false;
   std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
   std::unique_ptr<stage_placement> place;  // null: outputs not placed
   // Read by the neighbouring stages on every push and pop: its own line.

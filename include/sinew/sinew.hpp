@@ -18,6 +18,7 @@
 #include <sinew/engine/bounded_queue.hpp>
 #include <sinew/engine/buffer.hpp>
 #include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/dag.hpp>
 #include <sinew/engine/error.hpp>
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/node.hpp>

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include <sinew/engine/dag.hpp>
 #include <sinew/engine/node.hpp>
 #include <sinew/schedulers/scheduler.hpp>
 #include <sinew/engine/sink.hpp>
@@ -113,16 +114,28 @@ struct latency_stats {
 /// \endcode
 void add_stage_counter(std::string_view name, double v);
 
+/// Units and layer-0 bytes through one named source or sink.
+struct endpoint_stats {
+  std::string name;
+  std::uint64_t units = 0;
+  std::uint64_t bytes = 0;
+};
+
 struct run_stats {
-  std::uint64_t units_in = 0;   ///< units the source produced
-  std::uint64_t units_out = 0;  ///< units the sink received
+  std::uint64_t units_in = 0;   ///< units the sources produced
+  std::uint64_t units_out = 0;  ///< units the sinks received
   std::uint64_t units_alive_max = 0;  ///< most units alive at once
   std::uint64_t units_alive = 0;      ///< units alive now (0 once the run ended)
   std::size_t capacity_total = 0;     ///< sum of queue capacities
   double seconds = 0;                 ///< start to end of stream at the sink
-  std::vector<stage_stats> stages;    ///< in graph order; the sink is last
-  std::uint64_t bytes_in = 0;   ///< layer-0 bytes of the units the source produced
-  std::uint64_t bytes_out = 0;  ///< layer-0 bytes of the units the sink received
+  /// Tree stages in graph order, then a dag's junctions, then the sinks
+  /// (a tree's one sink is last).
+  std::vector<stage_stats> stages;
+  std::uint64_t bytes_in = 0;   ///< layer-0 bytes of the units the sources produced
+  std::uint64_t bytes_out = 0;  ///< layer-0 bytes of the units the sinks received
+  /// Per source and per sink, in the order the graph declares them (a
+  /// tree's: "source" and "sink").
+  std::vector<endpoint_stats> sources, sinks;
   latency_stats latency;
   /// The scheduler's counters over the run (end minus start; other work on
   /// the same scheduler meanwhile is included): tasks, steals per worker.
@@ -166,10 +179,15 @@ class graph {
   /// Compiles `root`; throws graph_error (with the node path) if the tree is
   /// inconsistent, e.g. a stage reads types its predecessor does not write.
   explicit graph(node root, graph_options o = {});
+  /// Compiles a dag (dag.hpp): every tree as above, and its junctions,
+  /// sources and sinks; throws graph_error naming the vertex when an edge
+  /// joins types that differ or an output is not connected.
+  explicit graph(const dag& d, graph_options o = {});
   ~graph();
   graph(graph&&) noexcept;
   graph& operator=(graph&&) noexcept;
 
+  /// Runs a graph of one source and one sink (a tree, or such a dag).
   run_future run(source src, sink snk);
   /// As above; a stop request on `token` cancels the run (see run_future::cancel).
   ///
@@ -184,12 +202,27 @@ class graph {
   template <class I, class O>
   run_future run(std::vector<I>& in, std::vector<O>& out) { return run(from(in), into(out)); }
 
-  /// Stage list, one line per stage: path, concurrency, in place, order.
+  /// Sources and sinks by the names a dag gave them.
+  using named_sources = std::vector<std::pair<std::string, source>>;
+  using named_sinks = std::vector<std::pair<std::string, sink>>;
+  /// Runs a dag: every source and sink it declares, each given once by name
+  /// (graph_error names the one missing or unknown).
+  ///
+  /// \code
+  /// g.run({{"left", sinew::from(a)}, {"right", sinew::from(b)}},
+  ///       {{"out", sinew::for_each(print)}}).get();
+  /// \endcode
+  run_future run(named_sources srcs, named_sinks snks, std::stop_token token = {});
+
+  /// Stage list, one line per stage: path, concurrency, in place, order;
+  /// then a dag's junctions and its edges.
   std::string describe() const;
   std::size_t stage_count() const;
+  /// The tree (empty for a graph built from a dag).
   const node& root() const;
 
  private:
+  run_future start(std::vector<source> srcs, std::vector<sink> snks, std::stop_token token);
   friend std::string to_dot(const graph& g, const run_stats* annotate);
   std::shared_ptr<const detail::compiled_graph> g_;
 };

@@ -102,6 +102,11 @@ class work_unit {
   /// unit inside a block of `grain()` elements (Marrow's "elements per thread").
   std::size_t grain() const noexcept { return grain_; }
   void set_grain(std::size_t g) noexcept { grain_ = g ? g : 1; }
+  /// Which source of the graph made the unit (its index among the graph's
+  /// sources; 0 in a tree). A merge keeps it, so a sink can tell the
+  /// streams apart.
+  std::uint32_t origin() const noexcept { return origin_; }
+  void set_origin(std::uint32_t o) noexcept { origin_ = o; }
   /// When the source produced the unit (steady clock, ns), for latency
   /// statistics; 0 = not timed (the runtime times a sample of the units).
   std::uint64_t accepted_ns() const noexcept { return accepted_ns_; }
@@ -145,6 +150,7 @@ class work_unit {
     eos_ = false;
     grain_ = 1;
     accepted_ns_ = 0;
+    origin_ = 0;
     for (auto& t : tickets_) t = 0;
   }
 
@@ -170,6 +176,7 @@ class work_unit {
   std::uint64_t seq_ = 0;
   std::size_t grain_ = 1;
   bool eos_ = false;
+  std::uint32_t origin_ = 0;
   std::uint64_t accepted_ns_ = 0;
   std::uint64_t tickets_[max_ordered_depth] = {};
 };

@@ -1,0 +1,416 @@
+// Broadcast, split, merge and zip at run time: a serial stage with several
+// inputs or outputs. See docs/runtime.md, "Dags".
+#include "junction.hpp"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <sinew/detail/clock.hpp>
+#include <sinew/engine/buffer_pool.hpp>
+
+#include "channel.hpp"
+#include "counters.hpp"
+#include "run_state.hpp"
+#include "stage.hpp"
+#include "stage_context.hpp"
+
+namespace sinew::detail {
+
+void own_buffers(layer& l) {
+  for (unsigned i = 0; i < l.size(); ++i) {
+    // One holder: no other unit can reach it (a new reference only comes
+    // from a copy of this unit). Two or more: a broadcast shares it.
+    if (l[i]->use_count() <= 1) continue;
+    buffer_ref c = buffer_pool::global().acquire(l[i]->count(), l[i]->type());
+    std::memcpy(c->data(), l[i]->data(), l[i]->bytes());
+    l[i] = std::move(c);
+  }
+}
+
+junction_rt::junction_rt(stage_rt& s, const junction_spec& j) : st(s), spec(j) {
+  s.junction = this;
+  held.assign(j.outs.size(), nullptr);
+  sent.assign(j.outs.size(), 0);
+  ended.assign(j.ins.size(), false);
+  pending_in.assign(j.ins.size(), 0);
+  readable.store(j.ins.size() >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << j.ins.size()) - 1,
+                 std::memory_order_relaxed);
+}
+
+junction_rt::~junction_rt() {
+  for (work_unit*& u : held)
+    if (u) st.run->release_unit(std::exchange(u, nullptr));
+  release_pending();
+}
+
+void junction_rt::wire(const std::vector<std::unique_ptr<channel>>& channels) {
+  for (std::uint32_t c : spec.ins) ins.push_back(channels[c].get());
+  for (std::uint32_t c : spec.outs) outs.push_back(channels[c].get());
+  // A zip waits for the parts of a seq while its other inputs run ahead. Out
+  // of a common broadcast, a branch can be ahead by at most the units the
+  // other branches' queues hold, so the sum of every capacity is a window
+  // that never binds there; between independent sources it keeps the faster
+  // one from filling memory (its source then waits).
+  for (const auto& c : channels) window += c->cap_max;
+  window += 64;
+}
+
+std::string junction_rt::branch(std::size_t i) const {
+  return st.run->g->vertex_path(st.run->g->channels[spec.ins[i]].from);
+}
+
+void junction_rt::set_readable(std::size_t i, bool yes) {
+  if (i >= 64) return;  // inputs past 64 are always tried
+  const std::uint64_t bit = std::uint64_t(1) << i;
+  const std::uint64_t r = readable.load(std::memory_order_relaxed);
+  readable.store(yes ? r | bit : r & ~bit, std::memory_order_seq_cst);
+}
+
+bool junction_rt::has_work() const noexcept {
+  const bool drop = st.run->dropping();
+  if (const std::uint64_t h = held_mask.load(std::memory_order_seq_cst)) {
+    if (drop && !held_eos.load(std::memory_order_relaxed)) return true;  // released, not pushed
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      if ((k >= 64 || (h >> k) & 1) && outs[k]->has_space()) return true;
+    return false;
+  }
+  if (eos_out.load(std::memory_order_seq_cst)) return false;
+  switch (spec.k) {
+    case junction_spec::broadcast:
+    case junction_spec::by_key: return ins[0]->has_data(drop);
+    case junction_spec::round_robin:
+    case junction_spec::least_loaded:
+      if (!ins[0]->has_data(drop)) return false;
+      for (channel* o : outs)
+        if (o->has_space()) return true;
+      return false;
+    case junction_spec::merge:
+    case junction_spec::zip: break;
+  }
+  if (!outs[0]->has_space()) return false;
+  const std::uint64_t r = readable.load(std::memory_order_seq_cst);
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    if ((i >= 64 || (r >> i) & 1) && ins[i]->has_data(drop)) return true;
+  return false;
+}
+
+stage_rt* junction_rt::activation() {
+  st.activations.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t t0 = now_ns();
+  st.end_wait(t0);
+  stage_scope in_stage(&st);
+  const unsigned batch = st.run->g->opts.batch ? st.run->g->opts.batch : 1;
+  unsigned budget = batch;
+  std::uint64_t why = wait_input;
+  for (;;) {
+    if (held_mask.load(std::memory_order_relaxed) && !deliver()) {
+      why = wait_output;
+      break;
+    }
+    if (eos_out.load(std::memory_order_relaxed)) break;
+    const progress p = take();
+    if (p != took) {
+      why = p == no_room ? wait_output : wait_input;
+      break;
+    }
+    if (--budget == 0) {
+      st.account(t0, batch);
+      st.spawn();  // yield the worker, keep the slot
+      for (channel* o : outs) o->consumer->notify();
+      return nullptr;
+    }
+  }
+  const std::uint64_t t1 = st.account(t0, batch - budget);
+  if (!st.eos_seen.load(std::memory_order_relaxed)) st.idle_since.store(t1 | why, std::memory_order_relaxed);
+  st.active.fetch_sub(1, std::memory_order_seq_cst);
+  st.notify();  // work that arrived while we were leaving
+  return leave();
+}
+
+stage_rt* junction_rt::leave() {
+  for (channel* c : ins) {
+    if (c->producer) c->producer->notify();
+    else c->freed();  // a source thread, if it sleeps
+  }
+  stage_rt* next = nullptr;
+  for (channel* c : outs) {
+    if (!next && c->consumer->claim()) next = c->consumer;  // run it here, next
+    else c->consumer->notify();
+  }
+  return next;
+}
+
+void junction_rt::push(std::size_t k, work_unit* u) {
+  if (!u->end_of_stream()) ++sent[k];
+  outs[k]->pushed(outs[k]->push(u));
+}
+
+void junction_rt::hold(std::size_t k, work_unit* u) {
+  held[k] = u;
+  held_eos.store(u->end_of_stream(), std::memory_order_relaxed);
+  if (k < 64) held_mask.fetch_or(std::uint64_t(1) << k, std::memory_order_seq_cst);
+  else held_mask.fetch_or(std::uint64_t(1) << 63, std::memory_order_seq_cst);
+}
+
+bool junction_rt::deliver() {
+  const bool drop = st.run->dropping();
+  bool left = false;
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    work_unit* u = held[k];
+    if (!u) continue;
+    if (drop && !u->end_of_stream()) {
+      st.run->release_unit(u);
+    } else if (outs[k]->try_reserve()) {
+      push(k, u);
+    } else {
+      left = true;
+      continue;
+    }
+    held[k] = nullptr;
+  }
+  if (!left) held_mask.store(0, std::memory_order_seq_cst);
+  else {
+    std::uint64_t m = 0;
+    for (std::size_t k = 0; k < outs.size(); ++k)
+      if (held[k]) m |= std::uint64_t(1) << (k < 64 ? k : 63);
+    held_mask.store(m, std::memory_order_seq_cst);
+  }
+  return !left;
+}
+
+void junction_rt::end_outputs(work_unit* e) {
+  st.eos_seen.store(true, std::memory_order_relaxed);
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    work_unit* c = k + 1 == outs.size() ? e : st.run->acquire_unit();
+    if (c != e) *c = *e;
+    c->set_seq(sent[k]);  // the data units that output got
+    hold(k, c);
+  }
+  eos_out.store(true, std::memory_order_seq_cst);
+}
+
+bool junction_rt::drop_data(work_unit* u) {
+  // A data unit taken while the run drops: released, not passed on.
+  if (!st.run->dropping()) return false;
+  st.run->release_unit(u);
+  return true;
+}
+
+std::size_t junction_rt::pick_output() {
+  const std::size_t n = outs.size();
+  if (spec.k == junction_spec::least_loaded) {
+    std::size_t best = n, best_size = std::numeric_limits<std::size_t>::max();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t s = outs[k]->size_now();
+      if (s < best_size && outs[k]->has_space()) best = k, best_size = s;
+    }
+    if (best < n && outs[best]->try_reserve()) return best;
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::size_t k = (next_out + t) % n;
+    if (outs[k]->try_reserve()) {
+      next_out = k + 1;
+      return k;
+    }
+  }
+  return n;
+}
+
+work_unit* junction_rt::pop_any(std::size_t& i) {
+  const std::size_t n = ins.size();
+  const bool drop = st.run->dropping();
+  for (std::size_t t = 0; t < n; ++t) {
+    i = (next_in + t) % n;
+    if (ended[i] || (spec.k == junction_spec::zip && pending_in[i] >= window)) continue;
+    work_unit* u;
+    std::uint64_t ticket;
+    if (ins[i]->try_pop(u, ticket, drop)) {
+      next_in = i + 1;
+      return u;
+    }
+  }
+  return nullptr;
+}
+
+junction_rt::progress junction_rt::take() {
+  run_state& run = *st.run;
+  const bool drop = run.dropping();
+  work_unit* u = nullptr;
+  std::uint64_t ticket;
+  switch (spec.k) {
+    case junction_spec::broadcast:
+    case junction_spec::by_key: {
+      if (!ins[0]->try_pop(u, ticket, drop)) return no_input;
+      if (u->end_of_stream()) {
+        end_outputs(u);
+        return took;
+      }
+      bump(st.units, 1, false);
+      bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+      if (drop_data(u)) return took;
+      if (spec.k == junction_spec::broadcast) {
+        // Every output but the last gets a copy: the layers are copied, the
+        // buffers shared (reference counts), never their data.
+        for (std::size_t k = 0; k + 1 < outs.size(); ++k) {
+          work_unit* c = run.acquire_unit();
+          *c = *u;
+          hold(k, c);
+        }
+        hold(outs.size() - 1, u);
+        return took;
+      }
+      std::size_t k;
+      try {
+        k = std::size_t(spec.key(*u) % outs.size());
+      } catch (...) {
+        run.fail(spec.path, std::current_exception());
+        run.release_unit(u);
+        return took;
+      }
+      hold(k, u);
+      return took;
+    }
+    case junction_spec::round_robin:
+    case junction_spec::least_loaded: {
+      const std::size_t k = pick_output();
+      if (k == outs.size()) return no_room;
+      if (!ins[0]->try_pop(u, ticket, drop)) {
+        outs[k]->drop_reservation();
+        return no_input;
+      }
+      if (u->end_of_stream()) {
+        outs[k]->drop_reservation();
+        end_outputs(u);
+        return took;
+      }
+      bump(st.units, 1, false);
+      bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+      if (drop_data(u)) {
+        outs[k]->unreserve();
+        return took;
+      }
+      push(k, u);
+      return took;
+    }
+    case junction_spec::merge:
+    case junction_spec::zip: break;
+  }
+  if (drop && !pending.empty()) release_pending();
+  if (!outs[0]->try_reserve()) return no_room;
+  std::size_t i = 0;
+  u = pop_any(i);
+  if (!u) {
+    outs[0]->drop_reservation();
+    return no_input;
+  }
+  if (u->end_of_stream()) {
+    outs[0]->drop_reservation();
+    input_ended(i, u);
+    return took;
+  }
+  bump(st.units, 1, false);
+  bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+  if (drop_data(u)) {
+    outs[0]->unreserve();
+    return took;
+  }
+  if (spec.k == junction_spec::zip) u = add_part(i, u);
+  if (!u) {
+    outs[0]->drop_reservation();
+    return took;
+  }
+  ++emitted;
+  push(0, u);
+  return took;
+}
+
+void junction_rt::input_ended(std::size_t i, work_unit* e) {
+  ended[i] = true;
+  ++ended_n;
+  set_readable(i, false);
+  if (spec.k == junction_spec::zip && !st.run->dropping()) {
+    // What waits for a part of the input that ended can never be matched.
+    for (auto& [seq, m] : pending)
+      if (!m.parts[i]) {
+        std::size_t j = 0;
+        while (!m.parts[j]) ++j;
+        st.run->fail(spec.path, std::make_exception_ptr(std::runtime_error(
+                                    "unit " + std::to_string(seq) + " from input " + std::to_string(j) + " ('" +
+                                    branch(j) + "') has no match: input " + std::to_string(i) + " ('" + branch(i) +
+                                    "') ended after " + std::to_string(e->seq()) + " unit(s)")));
+        break;
+      }
+  }
+  if (ended_n < ins.size()) {
+    st.run->release_unit(e);
+    return;
+  }
+  release_pending();
+  end_outputs(e);
+}
+
+work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
+  match& m = pending[u->seq()];
+  if (m.parts.empty()) m.parts.assign(ins.size(), nullptr);
+  if (m.parts[i]) {
+    st.run->fail(spec.path, std::make_exception_ptr(std::runtime_error(
+                                "input " + std::to_string(i) + " ('" + branch(i) + "') delivered unit " +
+                                std::to_string(u->seq()) + " twice (zip matches units by sequence number)")));
+    st.run->release_unit(u);
+    return nullptr;
+  }
+  m.parts[i] = u;
+  ++m.n;
+  for (std::size_t j = 0; j < ins.size(); ++j)
+    if (ended[j] && !m.parts[j]) {
+      st.run->fail(spec.path, std::make_exception_ptr(std::runtime_error(
+                                  "unit " + std::to_string(u->seq()) + " from input " + std::to_string(i) + " ('" +
+                                  branch(i) + "') has no match: input " + std::to_string(j) + " ('" + branch(j) +
+                                  "') has ended")));
+      break;
+    }
+  if (m.n < ins.size()) {
+    if (++pending_in[i] >= window) set_readable(i, false);
+    return nullptr;
+  }
+  // Every part is here: one unit whose layer 0 holds every input's buffers,
+  // in the declared order of the inputs.
+  work_unit* out = m.parts[0];
+  std::vector<work_unit*> parts = std::move(m.parts);
+  pending.erase(out->seq());
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    if (j != i && pending_in[j]-- >= window && !ended[j]) set_readable(j, true);
+    if (j == 0) continue;
+    try {
+      const layer& p = parts[j]->in();
+      if (!(p.shape() == out->in().shape()))
+        throw std::runtime_error("input " + std::to_string(j) + " ('" + branch(j) + "') has shape " +
+                                 p.shape().str() + ", input 0 ('" + branch(0) + "') " + out->in().shape().str());
+      for (unsigned b = 0; b < p.size(); ++b) out->in().add(p[b]);
+    } catch (...) {
+      st.run->fail(spec.path, std::current_exception());
+    }
+    st.run->release_unit(parts[j]);
+  }
+  if (st.run->dropping()) {
+    st.run->release_unit(out);
+    return nullptr;
+  }
+  return out;
+}
+
+void junction_rt::release_pending() {
+  for (auto& [seq, m] : pending)
+    for (work_unit* p : m.parts)
+      if (p) st.run->release_unit(p);
+  pending.clear();
+  for (std::size_t i = 0; i < pending_in.size(); ++i) {
+    pending_in[i] = 0;
+    if (!ended[i]) set_readable(i, true);
+  }
+}
+
+}  // namespace sinew::detail

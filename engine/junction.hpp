@@ -1,0 +1,92 @@
+#pragma once
+// Internal: a dag's fan-out and fan-in vertices at run time (docs/runtime.md,
+// "Dags").
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "compiled_graph.hpp"
+
+namespace sinew::detail {
+
+class channel;
+struct stage_rt;
+
+/// Replaces every buffer of `l` that another unit also holds (the copies a
+/// broadcast made share their buffers) with a private copy, so that an
+/// in-place leaf may write it.
+void own_buffers(layer& l);
+
+/// A broadcast, split, merge or zip of a running dag. It runs as a serial
+/// stage (`st`, one activation at a time), so everything below is touched
+/// by one thread at a time; other threads read only the atomics (has_work).
+///
+/// Fan-out takes a unit and holds it (a broadcast: a copy per output, the
+/// buffers shared) until each output it goes to has room: at most one unit
+/// per output is held, and nothing is taken while any is. Fan-in reserves
+/// its output first, like a stage. End of stream leaves a fan-out on every
+/// output (its seq: the data units that output got) and a fan-in once every
+/// input has ended.
+///
+/// \code
+/// junction_rt j(stage, spec);
+/// j.wire(run.channels);
+/// stage.junction = &j;            // stage_rt::run_chain then runs j.activation()
+/// \endcode
+struct junction_rt {
+  junction_rt(stage_rt& s, const junction_spec& j);
+  ~junction_rt();
+  void wire(const std::vector<std::unique_ptr<channel>>& channels);
+  /// Any thread: an activation could make progress now.
+  bool has_work() const noexcept;
+  stage_rt* activation();
+  /// End of an activation: wake the producers, claim a consumer to run next.
+  stage_rt* leave();
+
+  stage_rt& st;
+  const junction_spec& spec;
+  std::vector<channel*> ins, outs;
+
+ private:
+  enum progress { took, no_input, no_room };
+  progress take();
+  /// Pushes held units where there is room; true when none is held.
+  bool deliver();
+  void push(std::size_t k, work_unit* u);
+  void hold(std::size_t k, work_unit* u);
+  /// End of stream on every output (from `e`, released).
+  void end_outputs(work_unit* e);
+  void input_ended(std::size_t i, work_unit* e);
+  std::size_t pick_output();
+  work_unit* pop_any(std::size_t& i);
+  /// A zip's part `u` from input `i`: the finished unit when every input
+  /// has given its part of that seq, else null.
+  work_unit* add_part(std::size_t i, work_unit* u);
+  void release_pending();
+  bool drop_data(work_unit* u);
+  std::string branch(std::size_t i) const;
+  void set_readable(std::size_t i, bool yes);
+
+  std::vector<work_unit*> held;  // held[k]: waits for room in outs[k]
+  std::vector<std::uint64_t> sent;  // data units pushed to each output
+  std::vector<bool> ended;
+  std::size_t ended_n = 0;
+  std::uint64_t emitted = 0;  // fan-in: data units pushed
+  std::size_t next_in = 0, next_out = 0;
+  struct match {
+    std::vector<work_unit*> parts;
+    std::size_t n = 0;
+  };
+  std::unordered_map<std::uint64_t, match> pending;  // zip: by seq
+  std::vector<std::size_t> pending_in;  // zip: entries with a part from input i
+  std::size_t window = 0;  // zip: most entries one input may have waiting
+  // Read by has_work from any thread.
+  std::atomic<std::uint64_t> held_mask{0};   // bit k: held[k] is set
+  std::atomic<bool> held_eos{false};         // what is held is end of stream
+  std::atomic<std::uint64_t> readable{0};    // bit i: input i may be read
+  std::atomic<bool> eos_out{false};          // end of stream went to every output
+};
+
+}  // namespace sinew::detail

@@ -1,0 +1,132 @@
+#pragma once
+/// \file dag.hpp
+/// `sinew::dag`: skeleton trees joined into a directed acyclic graph, with
+/// several named sources and sinks, fan-out (broadcast, split) and fan-in
+/// (merge, zip). Each vertex that runs a tree is compiled as a tree is by
+/// `graph`; the edges are bounded queues like the ones between stages. A
+/// `graph` built from a dag runs like one built from a tree.
+///
+/// An output used as the input of several vertices is a *broadcast*: every
+/// unit goes to each of them, sharing its buffers (no copy; a tree that
+/// works in place on them copies them first). Vertices are added after their
+/// inputs, so a dag cannot have a cycle; iteration stays with `loop`.
+///
+/// \code
+/// sinew::dag d;
+/// auto frames = d.source("frames");
+/// auto gray = d.add("decode", sinew::map<Decode>(), frames);
+/// auto edges = d.add("edges", sinew::farm(sinew::map<Sobel>(), 4), gray);  // gray feeds
+/// auto hist = d.add("hist", sinew::map<Histogram>(), gray);                // two trees
+/// auto both = d.zip("both", {edges, hist});     // one unit: edges' buffers, then hist's
+/// d.sink("out", d.add("combine", sinew::map<Combine>(), both));
+/// d.sink("preview", edges);
+/// sinew::graph g(d);
+/// g.run({{"frames", sinew::from(images)}},
+///       {{"out", sinew::into(results)}, {"preview", sinew::for_each(show)}}).get();
+/// \endcode
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <sinew/engine/node.hpp>
+#include <sinew/engine/work_unit.hpp>
+
+namespace sinew {
+
+/// How `dag::split` chooses an output for each unit.
+enum class split_policy {
+  round_robin,   ///< in turn, skipping outputs whose queue is full
+  least_loaded,  ///< the output whose queue holds the fewest units
+};
+
+/// The key `dag::split_by_key` routes by (units of one key go to one output,
+/// in order).
+using key_function = std::function<std::uint64_t(const work_unit&)>;
+
+class dag {
+ public:
+  /// One output of a vertex, to be used as the input of later ones.
+  class port {
+   public:
+    port() = default;
+    bool valid() const noexcept { return v_ != none; }
+
+   private:
+    friend class dag;
+    static constexpr std::uint32_t none = UINT32_MAX;
+    port(std::uint32_t v, std::uint32_t k) : v_(v), k_(k) {}
+    std::uint32_t v_ = none, k_ = 0;
+  };
+
+  /// A source, given to `graph::run` by this name.
+  ///
+  /// \code
+  /// auto in = d.source("lines");
+  /// \endcode
+  port source(std::string name);
+  /// A skeleton tree fed by `in`; its units leave with the tree's result in
+  /// layer 0. The tree's stages are named `name/...` in errors and stats.
+  ///
+  /// \code
+  /// auto scaled = d.add("scale", sinew::farm(sinew::map<Scale>(), 8), in);
+  /// \endcode
+  port add(std::string name, node tree, port in);
+  /// Units of every input, interleaved as they arrive; each keeps its
+  /// sequence number and origin (`work_unit::origin()`, its source).
+  ///
+  /// \code
+  /// auto all = d.merge("all", {d.source("left"), d.source("right")});
+  /// \endcode
+  port merge(std::string name, std::vector<port> ins);
+  /// The units of equal sequence number from every input, made one unit
+  /// whose layer 0 holds the buffers of input 0, then input 1, ... (their
+  /// shapes must be equal; at most 8 buffers in all). A unit no other
+  /// input can match any more fails the run, naming both branches.
+  ///
+  /// \code
+  /// auto pair = d.zip("pair", {edges, hist});   // layer 0: edge map, histogram
+  /// \endcode
+  port zip(std::string name, std::vector<port> ins);
+  /// `n` outputs; each unit goes to one of them.
+  ///
+  /// \code
+  /// auto parts = d.split("spread", in, 4, sinew::split_policy::least_loaded);
+  /// \endcode
+  std::vector<port> split(std::string name, port in, unsigned n, split_policy p = split_policy::round_robin);
+  /// `n` outputs; a unit goes to output `key(unit) % n`, so every unit of a
+  /// key takes the same path and keeps its order.
+  ///
+  /// \code
+  /// auto shards = d.split_by_key("by_sensor", in, 4,
+  ///                              [](const sinew::work_unit& u) { return u.input<std::uint32_t>(0)[0]; });
+  /// \endcode
+  std::vector<port> split_by_key(std::string name, port in, unsigned n, key_function key);
+  /// A sink fed by `in`, given to `graph::run` by this name.
+  ///
+  /// \code
+  /// d.sink("out", scaled);
+  /// \endcode
+  void sink(std::string name, port in);
+
+  /// One vertex as added (read by graph's constructor).
+  struct vertex {
+    enum kind { source, tree, merge, zip, split, sink } k;
+    std::string name;
+    node root;                    // tree
+    std::vector<port> ins;
+    unsigned outs = 1;            // ports it offers
+    split_policy policy = split_policy::round_robin;
+    key_function key;             // split by key
+  };
+  const std::vector<vertex>& vertices() const noexcept { return v_; }
+  /// Vertex and output index of a port.
+  static std::uint32_t vertex_of(port p) noexcept { return p.v_; }
+  static std::uint32_t output_of(port p) noexcept { return p.k_; }
+
+ private:
+  std::uint32_t add_vertex(vertex v);
+  std::vector<vertex> v_;
+};
+
+}  // namespace sinew
