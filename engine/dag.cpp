@@ -58,6 +58,24 @@ std::vector<dag::port> dag::split_by_key(std::string name, port in, unsigned n, 
   return out;
 }
 
+dag::port dag::keyed_farm(std::string name, port in, unsigned replicas, key_function key,
+                          const std::function<node(unsigned replica)>& make_replica) {
+  if (replicas < 1 || replicas > 64) throw graph_error(name, "a keyed farm has 1 to 64 replicas");
+  if (!make_replica) throw graph_error(name, "a keyed farm needs a function making its replicas");
+  auto replica = [&](unsigned r, port p) {
+    node t = make_replica(r);
+    if (!t) throw graph_error(name, "replica " + std::to_string(r) + " is an empty tree");
+    port out = add(replicas == 1 ? name : name + "[" + std::to_string(r) + "]", std::move(t), p);
+    v_.back().serial = true;
+    return out;
+  };
+  if (replicas == 1) return replica(0, in);
+  std::vector<port> parts = split_by_key(name + "/route", in, replicas, std::move(key));
+  std::vector<port> outs;
+  for (unsigned r = 0; r < replicas; ++r) outs.push_back(replica(r, parts[r]));
+  return merge(std::move(name), std::move(outs));
+}
+
 void dag::sink(std::string name, port in) { add_vertex({vertex::sink, std::move(name), {}, {in}, 0}); }
 
 namespace {
@@ -220,6 +238,11 @@ struct dag_compiler {
     detail::stream_compiler c;
     root.compile_stream(c, x.name);
     if (c.stages.empty()) throw graph_error(x.name, "the tree compiles to no stage");
+    if (x.serial)
+      for (const auto& s : c.stages)
+        if (s.concurrency > 1)
+          throw graph_error(s.path, "a keyed farm's replica runs its units one at a time (its state and each key's "
+                                    "order live in it): no farm inside");
     const std::size_t first = g.stages.size();
     first_stage[v] = first;
     // The tree's own result layer, made when a unit enters it (below every

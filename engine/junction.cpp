@@ -21,9 +21,12 @@ namespace sinew::detail {
 
 void own_buffers(layer& l) {
   for (unsigned i = 0; i < l.size(); ++i) {
-    // One holder: no other unit can reach it (a new reference only comes
-    // from a copy of this unit). Two or more: a broadcast shares it.
-    if (l[i]->use_count() <= 1) continue;
+    // One holder of a pooled buffer: no other unit can reach it (a new
+    // reference only comes from a copy of this unit). Two or more: a
+    // broadcast shares it. The caller's memory (a source's wrapped input)
+    // is copied whoever holds it, so that whether it is written never
+    // depends on how fast the other branches were.
+    if (l[i]->use_count() <= 1 && !l[i]->external()) continue;
     buffer_ref c = buffer_pool::global().acquire(l[i]->count(), l[i]->type());
     std::memcpy(c->data(), l[i]->data(), l[i]->bytes());
     l[i] = std::move(c);

@@ -23,13 +23,16 @@ bool reorder_channel::overflow_has_next() const noexcept {
   return !overflow_.empty() && overflow_.begin()->first == next_.load(std::memory_order_seq_cst);
 }
 
-bool reorder_channel::pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order) {
+bool reorder_channel::pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order, bool eos) {
   if (overflow_n_.load(std::memory_order_seq_cst) == 0) return false;
   std::lock_guard<std::mutex> lk(om_);
   if (overflow_.empty()) return false;
   auto it = overflow_.begin();
   std::uint64_t n = next_.load(std::memory_order_seq_cst);
   if (it->first != n && !any_order) return false;
+  if (!eos)  // end of stream has the last ticket: skip only it
+    while (it != overflow_.end() && it->second->end_of_stream()) ++it;
+  if (it == overflow_.end()) return false;
   // In order: `next` moves only with the cell of ticket n, which is not in
   // the ring (it is here), so no one else takes n meanwhile.
   if (it->first == n && !next_.compare_exchange_strong(n, n + 1, std::memory_order_seq_cst)) return false;
@@ -46,7 +49,7 @@ bool reorder_channel::any_cell_full() const noexcept {
   return overflow_n_.load(std::memory_order_seq_cst) > 0;
 }
 
-bool reorder_channel::pop_any_cell(work_unit*& u, std::uint64_t& ticket) {
+bool reorder_channel::pop_any_cell(work_unit*& u, std::uint64_t& ticket, bool eos) {
   // A cell is full when seq - 1 is its index modulo the size; taking it
   // frees it for the ticket one lap later.
   for (std::uint64_t i = 0; i <= mask_; ++i) {
@@ -54,6 +57,7 @@ bool reorder_channel::pop_any_cell(work_unit*& u, std::uint64_t& ticket) {
     std::uint64_t s = c.seq.load(std::memory_order_acquire);
     if (((s - 1) & mask_) != i) continue;
     work_unit* x = c.u.load(std::memory_order_relaxed);
+    if (!eos && x->end_of_stream()) continue;  // published with the seq just read (acquire)
     if (c.seq.compare_exchange_strong(s, s - 1 + mask_ + 1, std::memory_order_seq_cst)) {
       u = x;
       ticket = s - 1;

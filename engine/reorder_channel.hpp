@@ -71,7 +71,12 @@ class reorder_channel {
         break;
       }
     }
-    if (!ok) ok = pop_overflow(u, ticket, any_order) || (any_order && pop_any_cell(u, ticket));
+    // In any order, end of stream goes last: it was pushed after every other
+    // unit of this channel, and the consumer stops reading once it has it.
+    if (!ok)
+      ok = pop_overflow(u, ticket, any_order, !any_order) ||
+           (any_order && (pop_any_cell(u, ticket, false) || pop_overflow(u, ticket, true, true) ||
+                          pop_any_cell(u, ticket, true)));
     if (ok) before = slots_.release();
     return ok;
   }
@@ -98,8 +103,9 @@ class reorder_channel {
   };
   void push_overflow(std::uint64_t t, work_unit* u);
   bool overflow_has_next() const noexcept;
-  bool pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order);
-  bool pop_any_cell(work_unit*& u, std::uint64_t& ticket);
+  /// `eos`: end of stream may be taken (else it is skipped).
+  bool pop_overflow(work_unit*& u, std::uint64_t& ticket, bool any_order, bool eos);
+  bool pop_any_cell(work_unit*& u, std::uint64_t& ticket, bool eos);
   bool any_cell_full() const noexcept;
 
   const int depth_;

@@ -8,7 +8,8 @@
 ///
 /// An output used as the input of several vertices is a *broadcast*: every
 /// unit goes to each of them, sharing its buffers (no copy; a tree that
-/// works in place on them copies them first). Vertices are added after their
+/// works in place on them copies them first, and never writes the memory of
+/// a source such as `from(items)` there). Vertices are added after their
 /// inputs, so a dag cannot have a cycle; iteration stays with `loop`.
 ///
 /// \code
@@ -102,6 +103,25 @@ class dag {
   ///                              [](const sinew::work_unit& u) { return u.input<std::uint32_t>(0)[0]; });
   /// \endcode
   std::vector<port> split_by_key(std::string name, port in, unsigned n, key_function key);
+  /// A farm of `replicas` trees, each made once by `make_replica(r)` (so it
+  /// may hold state of its own: a running count, a session table), with
+  /// units routed by key: every unit of a key goes to the same replica, in
+  /// order. The replicas' results are merged. Each replica runs its units
+  /// one at a time (a farm inside one is refused): state needs no lock.
+  /// Its stages are named `name[r]/...`, the router `name/route`.
+  ///
+  /// \code
+  /// struct Count {                       // per element: (sensor, value) -> running count
+  ///   std::unordered_map<int, int>* seen;
+  ///   void operator()(int sensor, int* count) const { *count = ++(*seen)[sensor]; }
+  /// };
+  /// std::vector<std::unordered_map<int, int>> state(4);   // one per replica
+  /// auto counts = d.keyed_farm("count", in, 4,
+  ///     [](const sinew::work_unit& u) { return std::uint64_t(u.input<int>(0)[0]); },
+  ///     [&](unsigned r) { return sinew::map(Count{&state[r]}); });
+  /// \endcode
+  port keyed_farm(std::string name, port in, unsigned replicas, key_function key,
+                  const std::function<node(unsigned replica)>& make_replica);
   /// A sink fed by `in`, given to `graph::run` by this name.
   ///
   /// \code
@@ -118,6 +138,7 @@ class dag {
     unsigned outs = 1;            // ports it offers
     split_policy policy = split_policy::round_robin;
     key_function key;             // split by key
+    bool serial = false;          // tree: a keyed farm's replica (no farm inside)
   };
   const std::vector<vertex>& vertices() const noexcept { return v_; }
   /// Vertex and output index of a port.

@@ -1,0 +1,398 @@
+// Dags: broadcast, split, merge, zip, several sources and sinks, alone and
+// combined, on every policy, against sequential results; back pressure,
+// end of stream, errors, cancellation and stop through every branch.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include <sinew/sinew.hpp>
+
+#include "test_common.hpp"
+
+using namespace sinew;
+using namespace sinew_test;
+
+namespace {
+
+const char* const policies[] = {"tbb", "steal", "deal"};
+
+std::unique_ptr<scheduler> two_workers(const char* policy) {
+  return make_scheduler(policy, {.threads = 2, .pin = false});
+}
+
+// What a sink saw: per unit (origin, seq) its buffers of layer 0.
+struct seen {
+  std::map<std::pair<std::uint32_t, std::uint64_t>, std::vector<std::vector<int>>> units;
+  std::size_t count = 0, ends = 0;
+  sink make() {
+    return for_each(
+        [this](const work_unit& u) {
+          std::vector<std::vector<int>> bufs;
+          for (unsigned b = 0; b < u.in().size(); ++b) {
+            auto v = u.input<int>(b);
+            bufs.emplace_back(v.data(), v.data() + v.size());
+          }
+          units[{u.origin(), u.seq()}] = std::move(bufs);
+          ++count;
+        },
+        [this] { ++ends; });
+  }
+};
+
+std::vector<int> apply(std::vector<int> v, int (*f)(int)) {
+  for (int& x : v) x = f(x);
+  return v;
+}
+int plus1(int x) { return x + 1; }
+int times2(int x) { return 2 * x; }
+
+struct slow_inc {
+  void operator()(int x, int* y) const {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    *y = x + 1;
+  }
+};
+
+struct throw_on_5 {
+  void operator()(int x, int* y) const {
+    if (x == 5 * 16) throw std::runtime_error("five");
+    *y = x;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dag diamond: a broadcast into two trees and a zip on every policy", "[dag][tsan]") {
+  const std::size_t n = 300, len = 16;
+  auto items = make_items(n, len);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    auto in = d.source("in");
+    auto a = d.add("inc", farm(map<inc>(), 3), in);
+    auto b = d.add("twice", map<twice>(), in);
+    auto both = d.zip("both", {a, b});
+    d.sink("out", d.add("sum", map<add_pair>(), both));
+    graph g(d, {.scheduler = s.get()});
+    seen out;
+    auto f = g.run({{"in", from(items)}}, {{"out", out.make()}});
+    f.get();
+    REQUIRE(out.count == n);
+    CHECK(out.ends == 1);
+    std::size_t bad = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& got = out.units.at({0, k});
+      std::vector<int> sum(len), diff(len);
+      for (std::size_t j = 0; j < len; ++j) {
+        sum[j] = (items[k][j] + 1) + 2 * items[k][j];
+        diff[j] = (items[k][j] + 1) - 2 * items[k][j];
+      }
+      if (got.size() != 2 || got[0] != sum || got[1] != diff) ++bad;
+    }
+    CHECK(bad == 0);
+    auto st = f.stats();
+    CHECK(st.units_in == n);
+    CHECK(st.units_out == n);
+    CHECK(st.units_alive == 0);
+    REQUIRE(st.sources.size() == 1);
+    CHECK(st.sources[0].name == "in");
+    REQUIRE(st.sinks.size() == 1);
+    CHECK(st.sinks[0].units == n);
+  }
+}
+
+TEST_CASE("dag broadcast to two sinks shares buffers and an in-place tree copies them", "[dag][tsan]") {
+  const std::size_t n = 200, len = 8;
+  auto items = make_items(n, len);
+  const auto original = items;
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    auto in = d.source("in");
+    d.sink("squared", d.add("square", map<square_in_place>(), in));
+    d.sink("plain", in);
+    d.sink("plus", d.add("inc", map<inc>(), in));
+    graph g(d, {.scheduler = s.get()});
+    seen sq, plain, plus;
+    auto f = g.run({{"in", from(items)}}, {{"squared", sq.make()}, {"plain", plain.make()}, {"plus", plus.make()}});
+    f.get();
+    CHECK(items == original);  // the in-place tree wrote its own copy
+    REQUIRE(sq.count == n);
+    REQUIRE(plain.count == n);
+    REQUIRE(plus.count == n);
+    std::size_t bad = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (sq.units.at({0, k})[0] != apply(original[k], sq_mod)) ++bad;
+      if (plain.units.at({0, k})[0] != original[k]) ++bad;
+      if (plus.units.at({0, k})[0] != apply(original[k], plus1)) ++bad;
+    }
+    CHECK(bad == 0);
+    auto st = f.stats();
+    CHECK(st.units_out == 3 * n);
+    CHECK(st.units_alive == 0);
+  }
+}
+
+TEST_CASE("dag merge of two sources keeps each unit's origin and sequence number", "[dag][tsan]") {
+  auto left = make_items(150, 4), right = make_items(90, 4);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    auto all = d.merge("all", {d.source("left"), d.source("right")});
+    d.sink("out", d.add("twice", farm(map<twice>(), 2), all));
+    graph g(d, {.scheduler = s.get()});
+    seen out;
+    auto f = g.run({{"right", from(right)}, {"left", from(left)}}, {{"out", out.make()}});
+    f.get();
+    REQUIRE(out.count == left.size() + right.size());
+    CHECK(out.ends == 1);
+    std::size_t bad = 0;
+    for (std::size_t k = 0; k < left.size(); ++k)
+      if (out.units.at({0, k})[0] != apply(left[k], times2)) ++bad;
+    for (std::size_t k = 0; k < right.size(); ++k)
+      if (out.units.at({1, k})[0] != apply(right[k], times2)) ++bad;
+    CHECK(bad == 0);
+    auto st = f.stats();
+    REQUIRE(st.sources.size() == 2);
+    CHECK(st.sources[0].name == "left");
+    CHECK(st.sources[0].units == left.size());
+    CHECK(st.sources[1].units == right.size());
+    CHECK(st.units_alive == 0);
+  }
+}
+
+TEST_CASE("dag splits deliver every unit once and a split by key keeps each key's order", "[dag][tsan]") {
+  const std::size_t n = 400;
+  auto items = make_items(n, 4);
+  for (const char* p : policies)
+    for (int how = 0; how < 3; ++how) {
+      INFO(p << " split " << how);
+      auto s = two_workers(p);
+      dag d;
+      auto in = d.source("in");
+      std::vector<dag::port> parts =
+          how == 2 ? d.split_by_key("split", in, 3, [](const work_unit& u) { return std::uint64_t(u.input<int>(0)[0] / 4 % 5); })
+                   : d.split("split", in, 3, how == 0 ? split_policy::round_robin : split_policy::least_loaded);
+      std::vector<dag::port> done;
+      for (int k = 0; k < 3; ++k) done.push_back(d.add("inc" + std::to_string(k), map<inc>(), parts[std::size_t(k)]));
+      d.sink("out", d.merge("all", done));
+      graph g(d, {.scheduler = s.get()});
+      std::map<int, std::vector<std::uint64_t>> by_key;
+      std::size_t count = 0, bad = 0;
+      auto f = g.run({{"in", from(items)}}, {{"out", for_each([&](const work_unit& u) {
+                                                  auto v = u.input<int>(0);
+                                                  if (v[0] != items[u.seq()][0] + 1) ++bad;
+                                                  by_key[(v[0] - 1) / 4 % 5].push_back(u.seq());
+                                                  ++count;
+                                                })}});
+      f.get();
+      CHECK(count == n);
+      CHECK(bad == 0);
+      if (how == 2)
+        for (auto& [key, seqs] : by_key) CHECK(std::is_sorted(seqs.begin(), seqs.end()));
+      auto st = f.stats();
+      // Every branch got units (the split reaches all its outputs).
+      for (int k = 0; k < 3; ++k) CHECK(st.stages[std::size_t(k)].units > 0);
+      CHECK(st.units_alive == 0);
+    }
+}
+
+TEST_CASE("dag zip of a capacity-1 slow branch and a wide fast one does not deadlock", "[dag][tsan]") {
+  const std::size_t n = 300;
+  auto items = make_items(n, 4);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    auto in = d.source("in");
+    auto slow = d.add("slow", pipeline(map<slow_inc>(), map<inc>()).capacity(1), in);
+    auto fast = d.add("fast", farm(map<twice>(), 4), in);
+    d.sink("out", d.zip("pair", {slow, fast}));
+    graph g(d, {.scheduler = s.get(), .capacity = 0});
+    seen out;
+    within(std::chrono::seconds(60), "zip of uneven branches", [&] { g.run({{"in", from(items)}}, {{"out", out.make()}}).get(); });
+    REQUIRE(out.count == n);
+    std::size_t bad = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& got = out.units.at({0, k});
+      if (got.size() != 2 || got[0] != apply(apply(items[k], plus1), plus1) || got[1] != apply(items[k], times2)) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("dag zip of sources of different lengths fails naming the branches", "[dag][tsan]") {
+  auto a = make_items(10, 2), b = make_items(12, 2);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    d.sink("out", d.zip("pair", {d.source("short"), d.source("long")}));
+    graph g(d, {.scheduler = s.get()});
+    auto f = g.run({{"short", from(a)}, {"long", from(b)}}, {{"out", discard()}});
+    try {
+      f.get();
+      FAIL("no error");
+    } catch (const node_error& e) {
+      CHECK(e.path() == "pair");
+      std::string w = e.what();
+      CHECK(w.find("'long'") != std::string::npos);
+      CHECK(w.find("'short'") != std::string::npos);
+    }
+    CHECK(f.stats().units_alive == 0);
+  }
+}
+
+TEST_CASE("dag a throwing leaf in one branch fails the run with its path and releases every unit", "[dag][tsan]") {
+  auto items = make_items(200, 16);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    dag d;
+    auto in = d.source("in");
+    auto bad = d.add("bad", farm(map<throw_on_5>(), 2), in);
+    d.sink("a", d.zip("pair", {bad, d.add("ok", map<inc>(), in)}));
+    d.sink("b", in);
+    graph g(d, {.scheduler = s.get()});
+    auto f = g.run({{"in", from(items)}}, {{"a", discard()}, {"b", discard()}});
+    try {
+      f.get();
+      FAIL("no error");
+    } catch (const node_error& e) {
+      CHECK(e.path().rfind("bad", 0) == 0);
+      CHECK(std::string(e.what()).find("five") != std::string::npos);
+    }
+    CHECK(f.stats().units_alive == 0);
+  }
+}
+
+TEST_CASE("dag stop delivers every accepted unit to every sink and cancel releases every unit", "[dag][tsan]") {
+  for (const char* p : policies)
+    for (bool cancel : {false, true}) {
+      INFO(p << (cancel ? " cancel" : " stop"));
+      auto s = two_workers(p);
+      dag d;
+      auto in = d.source("in");
+      auto parts = d.split("spread", in, 2);
+      d.sink("one", d.add("slow", map<slow_inc>(), parts[0]));
+      d.sink("two", d.merge("both", {parts[1], d.add("inc", map<inc>(), in)}));
+      graph g(d, {.scheduler = s.get()});
+      auto src = generate([](unit_builder& b) {
+        b.set_shape(shape::d1(4));
+        auto v = b.add<int>();
+        for (int j = 0; j < 4; ++j) v[std::size_t(j)] = int(b.seq());
+        return !b.stop_requested();
+      });
+      auto f = g.run({{"in", src}}, {{"one", discard()}, {"two", discard()}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      if (cancel) {
+        f.cancel();
+        CHECK_THROWS_AS(f.get(), cancelled);
+      } else {
+        f.stop();
+        f.get();
+        auto st = f.stats();
+        // Each unit reaches one of the split's sinks and the merge's.
+        CHECK(st.units_out == 2 * st.units_in);
+        CHECK(st.sinks[0].units + st.sinks[1].units == 2 * st.units_in);
+      }
+      CHECK(f.stats().units_alive == 0);
+    }
+}
+
+TEST_CASE("dag back pressure bounds the units alive through a broadcast to a slow branch", "[dag][tsan]") {
+  auto items = make_items(400, 4);
+  auto s = two_workers("steal");
+  dag d;
+  auto in = d.source("in");
+  d.sink("slowed", d.add("slow", map<slow_inc>(), in));
+  d.sink("fast", in);
+  graph g(d, {.scheduler = s.get(), .capacity = 2});
+  auto f = g.run({{"in", from(items)}}, {{"slowed", discard()}, {"fast", discard()}});
+  f.get();
+  auto st = f.stats();
+  CHECK(st.units_out == 800);
+  // Channels' capacities, plus one unit per source and sink being made or
+  // consumed, plus one per broadcast output held.
+  CHECK(st.units_alive_max <= st.capacity_total + 2 * 3 + 2);
+}
+
+TEST_CASE("dag build errors name the vertex", "[dag][tsan]") {
+  {
+    dag d;
+    auto in = d.source("in");
+    d.add("a", map<inc>(), in);
+    CHECK_THROWS_WITH(graph(d), Catch::Contains("a: its output is not connected"));
+  }
+  {
+    dag d;
+    d.source("in");
+    CHECK_THROWS_WITH(d.source("in"), Catch::Contains("two vertices"));
+  }
+  {
+    dag d;
+    auto in = d.source("in");
+    auto both = d.zip("both", {d.add("a", map<inc>(), in), d.add("b", map<inc>(), in)});
+    d.sink("out", d.add("one", map<inc>(), both));  // reads one int, gets two
+    CHECK_THROWS_WITH(graph(d), Catch::Contains("one: reads"));
+  }
+  {
+    dag d;
+    auto in = d.source("in");
+    d.sink("out", in);
+    graph g(d);
+    auto items = make_items(2, 2);
+    CHECK_THROWS_WITH(g.run({{"in", from(items)}}, {{"other", discard()}}), Catch::Contains("no sink of that name"));
+    CHECK_THROWS_WITH(g.run({{"in", from(items)}}, {}), Catch::Contains("out: sink not given"));
+  }
+}
+
+namespace {
+struct running_count {
+  std::map<int, int>* seen;
+  void operator()(int sensor, int* count) const { *count = ++(*seen)[sensor]; }
+};
+}  // namespace
+
+TEST_CASE("dag keyed farm keeps each key's state in one replica and its order", "[dag][tsan]") {
+  const std::size_t n = 3000;
+  std::vector<std::vector<int>> items(n, std::vector<int>(1));
+  for (std::size_t k = 0; k < n; ++k) items[k][0] = int((k * 7919) % 13);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = two_workers(p);
+    std::vector<std::map<int, int>> state(4);
+    dag d;
+    auto in = d.source("in");
+    auto counts = d.keyed_farm(
+        "count", in, 4, [](const work_unit& u) { return std::uint64_t(u.input<int>(0)[0]); },
+        [&](unsigned r) { return map(running_count{&state[r]}); });
+    d.sink("out", counts);
+    graph g(d, {.scheduler = s.get()});
+    std::vector<std::vector<int>> out;
+    g.run({{"in", from(items)}}, {{"out", into(out)}}).get();
+    REQUIRE(out.size() == n);
+    std::map<int, int> seen;
+    std::size_t bad = 0;
+    for (std::size_t k = 0; k < n; ++k)
+      if (out[k][0] != ++seen[items[k][0]]) ++bad;
+    CHECK(bad == 0);
+    for (unsigned r = 0; r < 4; ++r)
+      for (auto& [key, c] : state[r]) {
+        CHECK(unsigned(key) % 4 == r);
+        CHECK(c == seen[key]);
+      }
+  }
+  dag d;
+  auto in = d.source("in");
+  d.sink("out", d.keyed_farm("count", in, 2, [](const work_unit&) { return std::uint64_t(0); },
+                             [](unsigned) { return farm(map<inc>(), 2); }));
+  CHECK_THROWS_WITH(graph(d), Catch::Contains("no farm inside"));
+}
