@@ -26,7 +26,7 @@ void own_buffers(layer& l) {
     // broadcast shares it. The caller's memory (a source's wrapped input)
     // is copied whoever holds it, so that whether it is written never
     // depends on how fast the other branches were.
-    if (l[i]->use_count() <= 1 && !l[i]->external()) continue;
+    if (l[i]->unique() && !l[i]->external()) continue;
     buffer_ref c = buffer_pool::global().acquire(l[i]->count(), l[i]->type());
     std::memcpy(c->data(), l[i]->data(), l[i]->bytes());
     l[i] = std::move(c);

@@ -40,11 +40,22 @@ struct file_options {
 
 int validate(const file_options& o) {
   sinew::graph_file f = sinew::graph_file::load(o.file, o.sets);
-  sinew::graph g(f.root());
-  const auto& l = f.source_layout();
-  std::printf("%s: valid: \"%s\", %zu stage(s), scheduler %s, source %s, sink %s\n", o.file.c_str(), f.name().c_str(),
-              g.stage_count(), f.scheduler_policy().c_str(), l.buffers.empty() ? "index space" : l.str().c_str(),
-              f.sink_type().c_str());
+  sinew::graph g = f.make_graph({});
+  if (f.is_dag()) {
+    auto names = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+      return s;
+    };
+    std::printf("%s: valid: \"%s\", a dag of %zu stage(s), scheduler %s, sources %s, sinks %s\n", o.file.c_str(),
+                f.name().c_str(), g.stage_count(), f.scheduler_policy().c_str(), names(f.source_names()).c_str(),
+                names(f.sink_names()).c_str());
+  } else {
+    const auto& l = f.source_layout();
+    std::printf("%s: valid: \"%s\", %zu stage(s), scheduler %s, source %s, sink %s\n", o.file.c_str(),
+                f.name().c_str(), g.stage_count(), f.scheduler_policy().c_str(),
+                l.buffers.empty() ? "index space" : l.str().c_str(), f.sink_type().c_str());
+  }
   if (o.print) std::printf("%s\n", f.document().c_str());
   return exit_ok;
 }
@@ -59,17 +70,15 @@ void add_file_options(CLI::App* cmd, file_options& o) {
 int dot(const file_options& o) {
   sinew::graph_file f = sinew::graph_file::load(o.file, o.sets);
   if (!o.run) {
-    sinew::graph g(f.root());
+    sinew::graph g = f.make_graph({});
     std::printf("%s", sinew::to_dot(g).c_str());
     return exit_ok;
   }
   auto sched = f.make_scheduler(o.threads);
-  sinew::graph g(f.root(), f.options(sched.get()));
-  auto sum = std::make_shared<sinew::io::checksum_result>();
-  // The DOT text goes to stdout: a graph that writes to stdout is run into
-  // nothing instead.
-  sinew::sink snk = f.sink_type() == "stdout" ? sinew::discard() : f.make_sink(sum);
-  auto run = g.run(f.make_source(), std::move(snk));
+  sinew::graph g = f.make_graph(f.options(sched.get()));
+  std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
+  // The DOT text goes to stdout: sinks that write there drop their units instead.
+  auto run = g.run(f.make_sources(), f.make_sinks(sums, true));
   run.get();
   sinew::run_stats st = run.stats();
   std::printf("%s", sinew::to_dot(g, &st).c_str());

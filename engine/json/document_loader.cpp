@@ -4,6 +4,7 @@
 #include <sinew/engine/graph.hpp>
 #include <sinew/json/kernel_registry.hpp>
 
+#include "dag_section.hpp"
 #include "graph_file_state.hpp"
 #include "json_cursor.hpp"
 #include "record_fields.hpp"
@@ -31,9 +32,16 @@ void load_plugins(const json_cursor& pl, const std::string& base_dir) {
 
 void load_document(graph_file_state& s) {
   json_cursor root(s.doc, "", &s.origin);
-  root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch",
-                      "memory_limit_mib", "plugins", "source", "graph", "sink", "verify", "placement"},
-                     {"sinew", "name", "source", "graph", "sink"});
+  // A tree ("source", "graph", "sink") or a dag ("sources", "nodes", "sinks").
+  const bool is_dag = root.has("nodes") || root.has("sources") || root.has("sinks");
+  if (is_dag)
+    root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch",
+                        "memory_limit_mib", "plugins", "sources", "nodes", "sinks", "verify", "placement"},
+                       {"sinew", "name", "sources", "nodes", "sinks"});
+  else
+    root.expect_object({"sinew", "name", "description", "scheduler", "devices", "queue_capacity", "batch",
+                        "memory_limit_mib", "plugins", "source", "graph", "sink", "verify", "placement"},
+                       {"sinew", "name", "source", "graph", "sink"});
   std::uint64_t v = root.at("sinew").as_uint();
   if (v != std::uint64_t(graph_file::format_version))
     root.at("sinew").fail("this is format version " + std::to_string(v) + "; this sinew reads version " +
@@ -54,6 +62,10 @@ void load_document(graph_file_state& s) {
   }
   if (root.has("plugins")) load_plugins(root.at("plugins"), s.base_dir);
 
+  if (is_dag) {
+    load_dag(root, s);
+    return;
+  }
   json_cursor src = root.at("source");
   s.source_type = &source_types().at(src);
   s.source = s.source_type->parse(src);

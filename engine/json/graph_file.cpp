@@ -58,11 +58,70 @@ std::string graph_file::document() const { return s_->doc.dump(2); }
 const node& graph_file::root() const { return s_->root; }
 const node& graph_file::reference_root() const { return s_->ref_root; }
 const std::string& graph_file::scheduler_policy() const { return s_->scheduler.policy; }
-const std::string& graph_file::source_type() const { return s_->source_type->name; }
-const io::record_layout& graph_file::source_layout() const { return s_->source.layout; }
-std::optional<std::uint64_t> graph_file::unit_count() const { return s_->source.count; }
-bool graph_file::replayable() const { return s_->source_type->live_input.empty(); }
-const std::string& graph_file::sink_type() const { return s_->sink_type->name; }
+namespace {
+// The accessors of a tree's one source and sink, called on a dag file.
+void tree_only(const detail::graph_file_state& s, const char* what) {
+  if (s.dag)
+    throw error(s.origin + ": " + what + ": a dag file has named sources and sinks (make_sources, make_sinks)");
+}
+}  // namespace
+
+const std::string& graph_file::source_type() const {
+  tree_only(*s_, "source_type");
+  return s_->source_type->name;
+}
+const io::record_layout& graph_file::source_layout() const {
+  tree_only(*s_, "source_layout");
+  return s_->source.layout;
+}
+bool graph_file::is_dag() const { return s_->dag != nullptr; }
+
+std::optional<std::uint64_t> graph_file::unit_count() const {
+  if (!s_->dag) return s_->source.count;
+  std::uint64_t n = 0;
+  for (const auto& x : s_->sources) {
+    if (!x.plan.count) return std::nullopt;
+    n += *x.plan.count;
+  }
+  return n;
+}
+
+bool graph_file::replayable() const {
+  if (!s_->dag) return s_->source_type->live_input.empty();
+  for (const auto& x : s_->sources)
+    if (!x.type->live_input.empty()) return false;
+  return true;
+}
+
+graph graph_file::make_graph(const graph_options& o) const { return s_->dag ? graph(*s_->dag, o) : graph(s_->root, o); }
+
+graph::named_sources graph_file::make_sources() const {
+  graph::named_sources v;
+  if (!s_->dag) v.push_back({"source", make_source()});
+  for (const auto& x : s_->sources) v.push_back({x.name, x.plan.make(false)});
+  return v;
+}
+
+graph::named_sinks graph_file::make_sinks(
+    std::vector<std::pair<std::string, std::shared_ptr<io::checksum_result>>>& sums, bool stdout_discards) const {
+  graph::named_sinks v;
+  auto one = [&](const std::string& name, const std::string& type, const detail::sink_factory& make) {
+    if (stdout_discards && type == "stdout") {
+      v.push_back({name, discard()});
+      return;
+    }
+    std::shared_ptr<io::checksum_result> sum;
+    if (type == "checksum") sums.push_back({name, sum = std::make_shared<io::checksum_result>()});
+    v.push_back({name, make(sum)});
+  };
+  if (!s_->dag) one("sink", s_->sink_type->name, s_->sink);
+  for (const auto& x : s_->sinks) one(x.name, x.type->name, x.make);
+  return v;
+}
+const std::string& graph_file::sink_type() const {
+  tree_only(*s_, "sink_type");
+  return s_->sink_type->name;
+}
 double graph_file::tolerance() const { return s_->tolerance; }
 std::size_t graph_file::memory_limit() const { return s_->memory_limit; }
 const std::vector<std::pair<std::string, node>>& graph_file::device_maps() const { return s_->device_maps; }
@@ -85,9 +144,29 @@ graph_options graph_file::options(scheduler* sched) const {
   return o;
 }
 
-source graph_file::make_source() const { return s_->source.make(false); }
+std::vector<std::string> graph_file::source_names() const {
+  std::vector<std::string> v;
+  if (!s_->dag) v.push_back("source");
+  for (const auto& x : s_->sources) v.push_back(x.name);
+  return v;
+}
 
-sink graph_file::make_sink(std::shared_ptr<io::checksum_result> checksum) const { return s_->sink(std::move(checksum)); }
+std::vector<std::string> graph_file::sink_names() const {
+  std::vector<std::string> v;
+  if (!s_->dag) v.push_back("sink");
+  for (const auto& x : s_->sinks) v.push_back(x.name);
+  return v;
+}
+
+source graph_file::make_source() const {
+  tree_only(*s_, "make_source");
+  return s_->source.make(false);
+}
+
+sink graph_file::make_sink(std::shared_ptr<io::checksum_result> checksum) const {
+  tree_only(*s_, "make_sink");
+  return s_->sink(std::move(checksum));
+}
 
 namespace detail {
 const graph_file_state& state_of(const graph_file& f) { return *f.s_; }

@@ -3,6 +3,7 @@
 // and its reference, and what its scheduler, source and sink sections made.
 // document_loader.cpp fills it; graph_file.cpp and verifying_sink.cpp read it.
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sinew/engine/dag.hpp>
 #include <sinew/json/graph_file.hpp>
 #include <sinew/schedulers/placement.hpp>
 
@@ -37,6 +39,22 @@ struct graph_file_state {
   source_plan source;
   const sink_type_info* sink_type = nullptr;
   sink_factory sink;
+
+  /// The dag form ("sources", "nodes", "sinks"): the dag, and its sources
+  /// and sinks in name order. Null for a tree.
+  std::shared_ptr<sinew::dag> dag;
+  struct named_source {
+    std::string name;
+    const source_type_info* type;
+    source_plan plan;
+  };
+  std::vector<named_source> sources;
+  struct named_sink {
+    std::string name;
+    const sink_type_info* type;
+    sink_factory make;
+  };
+  std::vector<named_sink> sinks;
 
   double tolerance = 0;  ///< "verify": relative tolerance of floating-point outputs
 

@@ -64,6 +64,10 @@ class buffer {
   /// Page size of the placement (0: never placed).
   std::size_t placed_page_size() const noexcept { return placed_page_; }
   std::uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
+  /// The caller's reference is the only one. Acquire: whatever the other
+  /// holders did with the buffer before they let go (release() is acq_rel)
+  /// happens before the caller's next access, so it may write.
+  bool unique() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
   /// The attached hook, or null.
   buffer_hook* hook() const noexcept { return hook_.load(std::memory_order_acquire); }
   /// Attaches `h` (taking ownership) unless a hook is attached already; returns

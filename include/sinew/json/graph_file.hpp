@@ -90,7 +90,31 @@ class graph_file {
   /// The document after overrides, pretty-printed.
   std::string document() const;
 
-  /// The skeleton tree.
+  /// True for the dag form ("sources", "nodes", "sinks"; docs/json.md,
+  /// "Dags"); false for a tree ("source", "graph", "sink").
+  bool is_dag() const;
+  /// The graph the file describes, its tree or its dag, compiled with `o`.
+  ///
+  /// \code
+  /// auto f = sinew::graph_file::load("graphs/image_features.json");
+  /// auto sched = f.make_scheduler();
+  /// sinew::graph g = f.make_graph(f.options(sched.get()));
+  /// std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
+  /// g.run(f.make_sources(), f.make_sinks(sums)).get();   // sums: one per checksum sink
+  /// \endcode
+  graph make_graph(const graph_options& o) const;
+  /// Every source and sink, by name (a tree's are "source" and "sink"); the
+  /// result of each checksum sink is appended to `sums` under its name.
+  /// `stdout_discards`: sinks writing to standard output drop their units
+  /// instead (the caller prints something else there).
+  graph::named_sources make_sources() const;
+  graph::named_sinks make_sinks(std::vector<std::pair<std::string, std::shared_ptr<io::checksum_result>>>& sums,
+                                bool stdout_discards = false) const;
+  /// The names of the sources and sinks (a dag's in name order).
+  std::vector<std::string> source_names() const;
+  std::vector<std::string> sink_names() const;
+
+  /// The skeleton tree (empty in the dag form).
   const node& root() const;
   /// The same tree with every leaf replaced by its sequential reference (or
   /// the leaf itself where it has none), for `compile_inline` execution.
@@ -108,12 +132,14 @@ class graph_file {
   sinew::source make_source() const;
   /// The source's "type" ("generator", "file", "stdin", ...).
   const std::string& source_type() const;
-  /// True if two sources made by `make_source` produce the same units.
+  /// True if two sources made by `make_source` produce the same units (in
+  /// the dag form: every source).
   bool replayable() const;
   /// The source types that are replayable ("generator", "nbody", ...), in
   /// the order docs/json.md lists them.
   static std::vector<std::string> replayable_source_types();
-  /// Units the source will produce, when known.
+  /// Units the source will produce, when known (in the dag form: all
+  /// sources together, when every count is known).
   std::optional<std::uint64_t> unit_count() const;
   /// Layout of the units the source makes (types and shape).
   const io::record_layout& source_layout() const;
