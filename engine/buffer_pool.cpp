@@ -122,8 +122,18 @@ thread_cache::~thread_cache() {
     bin& b = bins[c];
     if (b.n == 0) continue;
     auto& bk = pool.buckets_[c];
-    std::lock_guard<std::mutex> lk(bk.m);
-    for (unsigned i = 0; i < b.n; ++i) bk.free.push_back(b.items[i]);
+    std::size_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lk(bk.m);
+      for (unsigned i = 0; i < b.n; ++i) {
+        bytes += b.items[i]->capacity();
+        bk.free.push_back(b.items[i]);
+      }
+    }
+    // Counted in the pool's cached bytes from now on (a refill subtracts
+    // them again: uncounted, the total would wrap below zero and the pool
+    // would stop keeping large buffers).
+    pool.cached_.fetch_add(bytes, std::memory_order_relaxed);
     b.n = 0;
   }
   auto& r = registry();
@@ -132,7 +142,6 @@ thread_cache::~thread_cache() {
   r.in_use += in_use.load();
   r.acquires += acquires.load();
   r.reuses += reuses.load();
-  // Cached bytes moved to the buckets: they stay counted in pool.cached_.
 }
 
 buffer* buffer_pool::take_cached(unsigned cls, std::size_t cap) noexcept {

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "test_common.hpp"
 
@@ -55,6 +57,27 @@ TEST_CASE("pool keeps at most max_cached_bytes", "[buffer]") {
   CHECK(pool.stats().bytes_cached <= (1u << 20));
   pool.trim();
   CHECK(pool.stats().bytes_cached == 0);
+}
+
+TEST_CASE("the global pool keeps large buffers after threads with cached small ones have ended", "[buffer]") {
+  // Threads cache small buffers and exit: their caches go back to the pool.
+  // Taking all of them again must not make the pool's count of cached bytes
+  // wrap, after which it would free every large buffer it is given back.
+  auto& pool = sinew::buffer_pool::global();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 16; ++t)
+    ts.emplace_back([&pool] {
+      std::vector<sinew::buffer_ref> v;
+      for (int i = 0; i < 64; ++i) v.push_back(pool.acquire<float>(1024));
+    });
+  for (auto& t : ts) t.join();
+  std::vector<sinew::buffer_ref> held;
+  for (int i = 0; i < 1024; ++i) held.push_back(pool.acquire<float>(1024));
+  const std::size_t big = std::size_t(1) << 18;  // 1 MiB of floats
+  pool.acquire<float>(big).reset();  // allocated once (or reused)
+  const auto before = pool.stats().allocations;
+  for (int i = 0; i < 10; ++i) pool.acquire<float>(big).reset();
+  CHECK(pool.stats().allocations == before);
 }
 
 TEST_CASE("buffer_ref shares and releases", "[buffer]") {
