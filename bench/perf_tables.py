@@ -439,6 +439,32 @@ def t_overhead(ms):
         load_note(ms, ["map_saxpy", "pipeline_overhead"])
 
 
+DAG_CASES = [(shape, size) for size in ("1 float", "4 KiB", "1 MiB")
+             for shape in ("diamond", "diamond farm", "fan4", "fan4 farm")] + [("keyed count", "")]
+
+
+def t_dag(ms):
+    rows = []
+    for mc in ms:
+        if not mc.bench("dag"):
+            rows.append(pending_row(mc, 7, "dag"))
+            continue
+        for shape, size in DAG_CASES:
+            case = (shape + " " + size).strip()
+            fg = mc.m("dag", case + ", tbb flow graph")
+            if not fg:
+                continue
+            unit = "ns/unit" if size == "1 float" else "units/s" if size else "records/s"
+            cells = [mc.label, case, unit, fmt(fg["median"])]
+            for pol in ("tbb", "steal", "deal"):
+                s = mc.m("dag", case + ", sinew " + pol)
+                cells.append("%s (%s)" % (fmt(s["median"]) if s else "—", ratio(s, fg)))
+            rows.append(cells)
+    return table(["machine", "graph, unit size", "unit", "oneTBB flow graph",
+                  "Sinew tbb (ratio)", "Sinew steal (ratio)", "Sinew deal (ratio)"], rows) + \
+        load_note(ms, ["dag"])
+
+
 # The benchmarks of issue 7's suite, whose RATIO lines the report counts.
 SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image_pipeline", "farm_grain",
          "queue_handoff", "starpu_series", "starpu_saxpy")
@@ -471,7 +497,8 @@ def t_ratios_other(ms):
 
 TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
           "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
-          "ratios": t_ratios, "ratios_other": t_ratios_other}
+          "ratios": t_ratios, "ratios_other": t_ratios_other,
+          "dag": t_dag}
 
 
 def main():
