@@ -92,3 +92,25 @@ TEST_CASE("graph files: a dag's checksum sink equals the same tree run alone", "
   // The tree-only accessors name what to use instead.
   CHECK_THROWS_WITH(dag_file.make_source(), Catch::Contains("make_sources"));
 }
+
+TEST_CASE("graph files: --verify follows a dag and catches a sink's wrong units", "[json][dag]") {
+  auto f = sinew::graph_file::parse(diamond_doc, "diamond.json");
+  auto sched = f.make_scheduler(2);
+  std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
+  auto rep = std::make_shared<sinew::verify_report>();
+  f.make_graph(f.options(sched.get())).run(f.make_sources(), sinew::verifying_sinks(f, f.make_sinks(sums), rep)).get();
+  CHECK(rep->ok());
+  CHECK(rep->units == 120);  // every sink's units
+  // The same sinks' reference, but the graph scales by 3: the scaled units
+  // and their sums differ; the raw ones do not.
+  auto other = sinew::graph_file::parse(diamond_doc, "diamond.json", {"/nodes/scaled/graph/args/k=3"});
+  sums.clear();
+  auto bad = std::make_shared<sinew::verify_report>();
+  other.make_graph(other.options(sched.get())).run(other.make_sources(), sinew::verifying_sinks(f, f.make_sinks(sums), bad)).get();
+  CHECK(bad->units == 120);
+  CHECK(bad->mismatches == 80);
+  CHECK(bad->first.find("differs") != std::string::npos);
+  // A split by policy cannot be followed.
+  auto rr = sinew::graph_file::parse(diamond_doc, "diamond.json", {"/nodes/parts={\"split\": \"sum\", \"ways\": 2}"});
+  CHECK_THROWS_WITH(sinew::verifying_sinks(rr, rr.make_sinks(sums), bad), Catch::Contains("split 'parts'"));
+}

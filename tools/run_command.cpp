@@ -172,12 +172,11 @@ void print_stats(const sinew::run_stats& s) {
 int run_file(const run_options& o) {
   // 1. Validate everything before anything runs (json_error -> exit 2).
   sinew::graph_file f = sinew::graph_file::load(o.file, o.sets);
-  if (o.verify && f.is_dag())
-    throw sinew::json_error(o.file, "/nodes", "--verify does not check dag files yet (trees only)");
   if (o.verify && !f.replayable()) {
     std::string types;
     for (const auto& t : sinew::graph_file::replayable_source_types()) types += (types.empty() ? "" : ", ") + t;
-    throw sinew::json_error(o.file, "/source", "--verify needs a source that can be read twice (" + types + ")");
+    throw sinew::json_error(o.file, f.is_dag() ? "/sources" : "/source",
+                            "--verify needs sources that can be read twice (" + types + ")");
   }
 
   const std::size_t limit = o.memory_limit_mib ? std::size_t(o.memory_limit_mib) << 20 : f.memory_limit();
@@ -208,7 +207,7 @@ int run_file(const run_options& o) {
   std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
   sinew::graph::named_sinks sinks = f.make_sinks(sums);
   auto report = std::make_shared<sinew::verify_report>();
-  if (o.verify) sinks[0].second = sinew::verifying_sink(f, std::move(sinks[0].second), report);
+  if (o.verify) sinks = sinew::verifying_sinks(f, std::move(sinks), report);
 
   // 2. Run, watching for signals and showing the status line.
   signal_guard guard;

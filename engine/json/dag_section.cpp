@@ -35,6 +35,7 @@ struct output_ref {
   std::vector<flow> flows;
   std::string pointer;  // where it is defined
   bool read = false;
+  std::size_t vertex = 0;  // in graph_file_state::ref_dag
 };
 
 /// "key": {"buffer": b, "element": e}: the element's value (integers) or bit
@@ -100,7 +101,8 @@ class dag_loader {
     flow f;
     f.types.types = p.layout.buffers;
     f.rank = p.rank ? p.rank : p.layout.shape.rank;
-    outputs_[name] = {{s_.dag->source(name)}, {f}, c.pointer(), false};
+    outputs_[name] = {{s_.dag->source(name)}, {f}, c.pointer(), false, s_.ref_dag.size()};
+    s_.ref_dag.push_back({graph_file_state::ref_vertex::source, name, {}, {}, 1, {}, s_.sources.size()});
     s_.sources.push_back({name, &t, std::move(p)});
   }
 
@@ -197,22 +199,29 @@ class dag_loader {
     return base;
   }
 
-  /// The port and flow a reference names, marked as read.
-  std::pair<dag::port, flow> input(const std::string& ref, const json_cursor& at) {
+  /// The port and flow a reference names, marked as read; `ins` gets its
+  /// (vertex, output) for the reference.
+  std::pair<dag::port, flow> input(const std::string& ref, const json_cursor& at,
+                                   std::vector<std::pair<std::size_t, std::size_t>>& ins) {
     const std::string base = resolve(ref, at);
     output_ref& o = outputs_.at(base);
     const std::size_t k = ref.size() > base.size() ? std::stoul(ref.substr(base.size() + 1)) : 0;
     o.read = true;
+    ins.emplace_back(o.vertex, k);
     return {o.ports[k], o.flows[k]};
   }
 
   void build(const node_entry& e) {
+    using rv = graph_file_state::ref_vertex;
     dag& d = *s_.dag;
     output_ref& mine = outputs_[e.name];
+    mine.vertex = s_.ref_dag.size();
+    rv v{rv::tree, e.name, {}, {}, 1, {}, 0};
     const json_cursor& c = e.c;
     if (e.kind == "graph" || e.kind == "keyed_farm") {
-      auto [p, in] = input(e.inputs[0].first, e.inputs[0].second);
+      auto [p, in] = input(e.inputs[0].first, e.inputs[0].second, v.ins);
       built t = node_at(c.at("graph"), in, s_);
+      v.ref = t.ref;
       if (e.kind == "graph") {
         mine.ports = {d.add(e.name, t.real, p)};
       } else {
@@ -222,51 +231,51 @@ class dag_loader {
         // an object of their own per replica.
         std::vector<node> replicas{t.real};
         for (unsigned r = 1; r < n; ++r) replicas.push_back(node_at(c.at("graph"), in, s_).real);
-        try {
-          mine.ports = {d.keyed_farm(e.name, p, n, key, [&](unsigned r) { return replicas[r]; })};
-        } catch (const graph_error& x) {
-          c.at("graph").fail(x.what());
-        }
+        mine.ports = {d.keyed_farm(e.name, p, n, key, [&](unsigned r) { return replicas[r]; })};
       }
       mine.flows = {t.out};
-      return;
-    }
-    if (e.kind == "split") {
-      auto [p, in] = input(e.inputs[0].first, e.inputs[0].second);
+    } else if (e.kind == "split") {
+      auto [p, in] = input(e.inputs[0].first, e.inputs[0].second, v.ins);
+      v.ways = e.ways;
       if (c.has("key")) {
-        mine.ports = d.split_by_key(e.name, p, unsigned(e.ways), key_at(c.at("key"), in));
+        v.k = rv::split_by_key;
+        v.key = key_at(c.at("key"), in);
+        mine.ports = d.split_by_key(e.name, p, unsigned(e.ways), v.key);
       } else {
+        v.k = rv::split_by_policy;
         const std::string pol = c.has("policy") ? c.at("policy").as_choice({"round_robin", "least_loaded"}) : "round_robin";
         mine.ports = d.split(e.name, p, unsigned(e.ways),
                              pol == "least_loaded" ? split_policy::least_loaded : split_policy::round_robin);
       }
       mine.flows.assign(e.ways, in);
-      return;
-    }
-    std::vector<dag::port> ports;
-    flow out;
-    for (std::size_t i = 0; i < e.inputs.size(); ++i) {
-      auto [p, in] = input(e.inputs[i].first, e.inputs[i].second);
-      ports.push_back(p);
-      if (i == 0) {
-        out = in;
-        continue;
+    } else {
+      v.k = e.kind == "merge" ? rv::merge : rv::zip;
+      std::vector<dag::port> ports;
+      flow out;
+      for (std::size_t i = 0; i < e.inputs.size(); ++i) {
+        auto [p, in] = input(e.inputs[i].first, e.inputs[i].second, v.ins);
+        ports.push_back(p);
+        if (i == 0) {
+          out = in;
+          continue;
+        }
+        if (in.rank && out.rank && in.rank != out.rank)
+          e.inputs[i].second.fail("'" + e.inputs[i].first + "' gives units of rank " + std::to_string(in.rank) + ", '" +
+                                  e.inputs[0].first + "' of rank " + std::to_string(out.rank));
+        if (e.kind == "merge") {
+          if (!same_types(in.types, out.types))
+            e.inputs[i].second.fail("a merge's inputs must hold the same types: '" + e.inputs[i].first + "' gives " +
+                                    types_text(in.types) + ", '" + e.inputs[0].first + "' " + types_text(out.types));
+        } else {
+          out.types.types.insert(out.types.types.end(), in.types.types.begin(), in.types.types.end());
+        }
       }
-      if (in.rank && out.rank && in.rank != out.rank)
-        e.inputs[i].second.fail("'" + e.inputs[i].first + "' gives units of rank " + std::to_string(in.rank) + ", '" +
-                                e.inputs[0].first + "' of rank " + std::to_string(out.rank));
-      if (e.kind == "merge") {
-        if (!same_types(in.types, out.types))
-          e.inputs[i].second.fail("a merge's inputs must hold the same types: '" + e.inputs[i].first + "' gives " +
-                                  types_text(in.types) + ", '" + e.inputs[0].first + "' " + types_text(out.types));
-      } else {
-        out.types.types.insert(out.types.types.end(), in.types.types.begin(), in.types.types.end());
-      }
+      if (e.kind == "zip" && out.types.types.size() > layer::max_buffers)
+        c.fail("the zipped unit would hold " + std::to_string(out.types.types.size()) + " buffers (at most 8)");
+      mine.ports = {e.kind == "merge" ? d.merge(e.name, ports) : d.zip(e.name, ports)};
+      mine.flows = {out};
     }
-    if (e.kind == "zip" && out.types.types.size() > layer::max_buffers)
-      c.fail("the zipped unit would hold " + std::to_string(out.types.types.size()) + " buffers (at most 8)");
-    mine.ports = {e.kind == "merge" ? d.merge(e.name, ports) : d.zip(e.name, ports)};
-    mine.flows = {out};
+    s_.ref_dag.push_back(std::move(v));
   }
 
   /// The JSON pointer of the node a stage path ("count[2]/map<k>") is in.
@@ -280,10 +289,12 @@ class dag_loader {
     check_name(name, c);
     if (outputs_.count(name)) c.fail("'" + name + "' names a source or node too");
     c.expect_object({"input", "sink"}, {"input", "sink"});
-    auto [p, in] = input(c.at("input").as_string(), c.at("input"));
+    graph_file_state::ref_vertex v{graph_file_state::ref_vertex::sink, name, {}, {}, 1, {}, s_.sinks.size()};
+    auto [p, in] = input(c.at("input").as_string(), c.at("input"), v.ins);
     json_cursor k = c.at("sink");
     const sink_type_info& t = sink_types().at(k);
     s_.sinks.push_back({name, &t, t.parse(k, in)});
+    s_.ref_dag.push_back(std::move(v));
     s_.dag->sink(name, p);
   }
 

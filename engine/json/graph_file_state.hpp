@@ -55,6 +55,18 @@ struct graph_file_state {
     sink_factory make;
   };
   std::vector<named_sink> sinks;
+  /// The dag's vertices in an order where each follows its inputs, with the
+  /// sequential reference of each tree (--verify, dag_verifier.cpp).
+  struct ref_vertex {
+    enum kind { source, tree, merge, zip, split_by_key, split_by_policy, sink } k;
+    std::string name;
+    node ref;                                       // tree (a keyed farm: one replica's)
+    std::vector<std::pair<std::size_t, std::size_t>> ins;  // (vertex, output)
+    std::size_t ways = 1;
+    key_function key;
+    std::size_t endpoint = 0;  // source / sink: its index in sources / sinks
+  };
+  std::vector<ref_vertex> ref_dag;
 
   double tolerance = 0;  ///< "verify": relative tolerance of floating-point outputs
 

@@ -1,7 +1,7 @@
 # A dag file through the command line: validate, run (a checksum line per
 # checksum sink; the scaled branch's equals the same tree run alone), the
 # per-endpoint --stats lines, `dot` (junctions and named endpoints), and
-# --verify refused with exit 2 (dags are not verified yet).
+# --verify (refused for a split by policy).
 source "$(dirname "$0")/common.sh" "$@"
 g="$SRC/tests/cli/diamond_dag.json"
 "$SINEW" validate "$g" >out.txt 2>&1 || fail "validate: $(cat out.txt)"
@@ -18,7 +18,12 @@ grep -q 'units_in=64 units_out=128 ' err.txt || fail "summary: $(cat err.txt)"
 "$SINEW" dot "$g" >dot.txt 2>&1 || fail "dot: $(cat dot.txt)"
 grep -q 'shape=diamond, label="pair\\nzip"' dot.txt || fail "dot lacks the zip: $(cat dot.txt)"
 grep -q 'source0 \[shape=ellipse, label="in"' dot.txt || fail "dot lacks the source: $(cat dot.txt)"
-"$SINEW" run "$g" --verify >out.txt 2>err.txt
-[[ $? -eq 2 ]] || fail "--verify on a dag: want exit 2"
-grep -q 'does not check dag files yet' err.txt || fail "--verify message: $(cat err.txt)"
-echo "ok: dag file validated, run, drawn; its branch equals the tree"
+"$SINEW" run "$g" --verify >out.txt 2>err.txt || fail "run --verify: $(cat out.txt err.txt)"
+grep -q '^verify: OK: 128 units' err.txt || fail "--verify: $(cat err.txt)"
+# A split by policy cannot be followed by a sequential reference: refused.
+"$SINEW" run "$g" --verify --set '/nodes/spread={"split": "in", "ways": 2}' \
+  --set '/nodes/sum/input="pair"' --set '/sinks/more={"input": "spread:0", "sink": {"type": "null"}}' \
+  --set '/sinks/less={"input": "spread:1", "sink": {"type": "null"}}' >out.txt 2>err.txt
+[[ $? -ne 0 ]] || fail "--verify with a split by policy: want a failure"
+grep -q "split 'spread' sends units where queues have room" err.txt || fail "--verify message: $(cat err.txt)"
+echo "ok: dag file validated, run, verified, drawn; its branch equals the tree"

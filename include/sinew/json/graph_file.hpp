@@ -187,4 +187,18 @@ struct verify_report {
 /// \endcode
 sinew::sink verifying_sink(const graph_file& f, sinew::sink inner, std::shared_ptr<verify_report> report);
 
+/// `verifying_sink` for every sink of `f`, a tree's or a dag's. In a dag the
+/// sources are replayed and each sequence number followed through the
+/// reference trees, merges, zips and splits by key; a unit a sink receives
+/// is matched by origin and sequence number, and what no sink received is
+/// reported once every sink has ended. Throws `sinew::error` if a source
+/// cannot be replayed or a split routes by policy (no reference can follow it).
+///
+/// \code
+/// std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
+/// auto rep = std::make_shared<sinew::verify_report>();
+/// g.run(f.make_sources(), sinew::verifying_sinks(f, f.make_sinks(sums), rep)).get();
+/// \endcode
+graph::named_sinks verifying_sinks(const graph_file& f, graph::named_sinks inner, std::shared_ptr<verify_report> report);
+
 }  // namespace sinew
