@@ -5,11 +5,13 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/trace.hpp>
 
 #include "channel.hpp"
 #include "counters.hpp"
@@ -105,6 +107,8 @@ stage_rt* junction_rt::activation() {
   const std::uint64_t t0 = now_ns();
   st.end_wait(t0);
   stage_scope in_stage(&st);
+  std::optional<trace::scope> traced;
+  if (st.run->tr) [[unlikely]] traced.emplace(st.run->tr);
   const unsigned batch = st.run->g->opts.batch ? st.run->g->opts.batch : 1;
   unsigned budget = batch;
   std::uint64_t why = wait_input;
@@ -195,6 +199,13 @@ void junction_rt::end_outputs(work_unit* e) {
   eos_out.store(true, std::memory_order_seq_cst);
 }
 
+void junction_rt::taken(const work_unit& u) {
+  bump(st.units, 1, false);
+  bump(st.bytes, u.depth() ? u.in().bytes() : 0, false);
+  if (trace* tr = st.run->tr) [[unlikely]]
+    tr->instant("junction", spec.path, now_ns(), {{"seq", u.seq()}, {"origin", u.origin()}});
+}
+
 bool junction_rt::drop_data(work_unit* u) {
   // A data unit taken while the run drops: released, not passed on.
   if (!st.run->dropping()) return false;
@@ -251,8 +262,7 @@ junction_rt::progress junction_rt::take() {
         end_outputs(u);
         return took;
       }
-      bump(st.units, 1, false);
-      bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+      taken(*u);
       if (drop_data(u)) return took;
       if (spec.k == junction_spec::broadcast) {
         // Every output but the last gets a copy: the layers are copied, the
@@ -289,8 +299,7 @@ junction_rt::progress junction_rt::take() {
         end_outputs(u);
         return took;
       }
-      bump(st.units, 1, false);
-      bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+      taken(*u);
       if (drop_data(u)) {
         outs[k]->unreserve();
         return took;
@@ -314,8 +323,7 @@ junction_rt::progress junction_rt::take() {
     input_ended(i, u);
     return took;
   }
-  bump(st.units, 1, false);
-  bump(st.bytes, u->depth() ? u->in().bytes() : 0, false);
+  taken(*u);
   if (drop_data(u)) {
     outs[0]->unreserve();
     return took;

@@ -65,6 +65,8 @@ struct junction_rt {
   /// has given its part of that seq, else null.
   work_unit* add_part(std::size_t i, work_unit* u);
   void release_pending();
+  /// A data unit was taken: counted, and traced as an instant event.
+  void taken(const work_unit& u);
   bool drop_data(work_unit* u);
   std::string branch(std::size_t i) const;
   void set_readable(std::size_t i, bool yes);

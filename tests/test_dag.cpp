@@ -6,9 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include <sinew/engine/trace.hpp>
 #include <sinew/sinew.hpp>
 
 #include "test_common.hpp"
@@ -395,4 +397,25 @@ TEST_CASE("dag keyed farm keeps each key's state in one replica and its order", 
   d.sink("out", d.keyed_farm("count", in, 2, [](const work_unit&) { return std::uint64_t(0); },
                              [](unsigned) { return farm(map<inc>(), 2); }));
   CHECK_THROWS_WITH(graph(d), Catch::Contains("no farm inside"));
+}
+
+TEST_CASE("dag traces one junction event per unit a junction takes", "[dag][trace]") {
+  auto items = make_items(50, 4);
+  auto s = two_workers("steal");
+  dag d;
+  auto in = d.source("in");
+  d.sink("out", d.zip("pair", {d.add("a", map<inc>(), in), d.add("b", map<twice>(), in)}));
+  trace rec;
+  graph g(d, {.scheduler = s.get(), .trace = &rec});
+  g.run({{"in", from(items)}}, {{"out", discard()}}).get();
+  std::ostringstream os;
+  rec.write_chrome_json(os);
+  const std::string j = os.str();
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t p = j.find(what); p != std::string::npos; p = j.find(what, p + 1)) ++n;
+    return n;
+  };
+  CHECK(count("\"name\":\"in/broadcast\",\"cat\":\"junction\"") == 50);
+  CHECK(count("\"name\":\"pair\",\"cat\":\"junction\"") == 100);  // a unit from each input
 }
