@@ -107,7 +107,8 @@ soak: build
 		$(BUILD)/tests/sinew-tests "[.soak]"
 
 # The hidden stress tests ("[.stress]": 10,000 random skeleton trees,
-# tests/test_random_trees.cpp). Log: $(RESULTS)/stress.log.
+# tests/test_random_trees.cpp; 10,000 random dags, tests/test_dag_random.cpp;
+# a million tasks on every policy). Log: $(RESULTS)/stress.log.
 STRESS_TESTS = [.stress]
 stress: build
 	$(LOGGED) $(BUILD) $(RESULTS)/stress.log $(BUILD)/tests/sinew-tests "$(STRESS_TESTS)"
