@@ -127,37 +127,50 @@ std::size_t layer_bytes(const layer& l) noexcept;
 /// Writes a layer's buffers back to back.
 void write_layer(fd_writer& w, const layer& l);
 
-/// Hands units to `f(seq, layer)` in sequence order. A unit that arrives
-/// early (through an unordered farm) is kept until its turn: a copy of its
-/// layer 0, which shares the buffers, so nothing is copied.
+/// Hands units to `f(seq, layer)` in sequence order, per source (a dag's
+/// merge interleaves the streams of several). A unit that arrives early
+/// (through an unordered farm) is kept until its turn: a copy of its layer 0,
+/// which shares the buffers, so nothing is copied.
 class in_order {
  public:
   template <class F>
   void deliver(const work_unit& u, F&& f) {
-    if (u.seq() != next_) {
-      held_.emplace(u.seq(), u.in());
+    stream& s = streams_[u.origin()];
+    // A second unit of a sequence number already written: a dag's broadcast
+    // merged back into one sink. It goes out as it comes.
+    if (u.seq() < s.next) {
+      f(u.seq(), u.in());
+      return;
+    }
+    if (u.seq() != s.next) {
+      s.held.emplace(u.seq(), u.in());
       return;
     }
     f(u.seq(), u.in());
-    ++next_;
-    for (auto it = held_.begin(); it != held_.end() && it->first == next_; it = held_.erase(it), ++next_)
+    ++s.next;
+    for (auto it = s.held.begin(); it != s.held.end() && it->first <= s.next; it = s.held.erase(it)) {
       f(it->first, it->second);
+      if (it->first == s.next) ++s.next;
+    }
   }
   /// End of stream: anything still held (only after a gap in the sequence,
   /// which a graph does not make) goes out in order.
   template <class F>
   void finish(F&& f) {
-    for (auto& [s, l] : held_) f(s, l);
-    held_.clear();
+    for (auto& [origin, s] : streams_)
+      for (auto& [seq, l] : s.held) f(seq, l);
+    streams_.clear();
   }
-  void reset() {
-    next_ = 0;
-    held_.clear();
-  }
+  void reset() { streams_.clear(); }
 
  private:
-  std::uint64_t next_ = 0;
-  std::map<std::uint64_t, layer> held_;
+  /// Sequence numbers count per source: a dag's merge of several sources
+  /// interleaves streams that each start at 0.
+  struct stream {
+    std::uint64_t next = 0;
+    std::multimap<std::uint64_t, layer> held;
+  };
+  std::map<std::uint32_t, stream> streams_;
 };
 
 /// Base of the sources that read from a descriptor. An error ends the stream
