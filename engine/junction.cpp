@@ -45,12 +45,6 @@ junction_rt::junction_rt(stage_rt& s, const junction_spec& j) : st(s), spec(j) {
                  std::memory_order_relaxed);
 }
 
-junction_rt::~junction_rt() {
-  for (work_unit*& u : held)
-    if (u) st.run->release_unit(std::exchange(u, nullptr));
-  release_pending();
-}
-
 void junction_rt::wire(const std::vector<std::unique_ptr<channel>>& channels) {
   for (std::uint32_t c : spec.ins) ins.push_back(channels[c].get());
   for (std::uint32_t c : spec.outs) outs.push_back(channels[c].get());

@@ -36,8 +36,9 @@ void own_buffers(layer& l);
 /// stage.junction = &j;            // stage_rt::run_chain then runs j.activation()
 /// \endcode
 struct junction_rt {
+  /// Units it may still hold when the run is destroyed belong to the run's
+  /// unit pool, which clears them all.
   junction_rt(stage_rt& s, const junction_spec& j);
-  ~junction_rt();
   void wire(const std::vector<std::unique_ptr<channel>>& channels);
   /// Any thread: an activation could make progress now.
   bool has_work() const noexcept;
