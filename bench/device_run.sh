@@ -140,7 +140,7 @@ case "$mode" in
   pipeline)  # pipeline_overhead at full size: about 200 s on 16 cores
     machine
     one pipeline_overhead 400 ./sinew-bench pipeline_overhead ;;
-  dag)  # sinew::dag vs oneTBB flow graphs at full size: 128 s on 16 cores
+  dag)  # sinew::dag vs oneTBB flow graphs at full size: 100-130 s on 16 cores
     machine
     one dag 300 ./sinew-bench dag ;;
   fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560): fuzz-<harness>.log, crashes in fuzz-<harness>/
