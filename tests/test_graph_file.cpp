@@ -72,6 +72,7 @@ std::vector<std::string> small(const std::string& name) {
   if (name == "multi_device_series.json") return {"/source/shape/0=200", "/source/count=3"};
   if (name == "image_features.json") return {"/sources/frames/shape=[64,48]", "/sources/frames/count=6"};
   if (name == "two_sinks.json") return {"/sources/in/shape/0=4096", "/sources/in/count=8"};
+  if (name == "keyed_count.json") return {"/sources/records/count=3000"};
   return {};
 }
 

@@ -5,8 +5,10 @@
 #include <sinew/json/kernel_registry.hpp>
 #include <sinew/workloads.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 namespace sinew {
@@ -43,6 +45,16 @@ struct delay_u8 {
   void operator()(sinew::chunk c, sinew::in<std::uint8_t> x, sinew::out<std::uint8_t> y) const {
     if (c.begin == 0 && micros > 0) std::this_thread::sleep_for(std::chrono::microseconds(micros));
     std::memcpy(y.data() + c.begin, x.data() + c.begin, c.size());
+  }
+};
+/// Per record (a u8 key): how many records of its key this instance has
+/// seen, this one included (u32). The counts belong to the kernel instance,
+/// so it must see its records one at a time, in order: one call per unit
+/// (whole_unit_chunks) in a serial stage, e.g. a keyed farm's replica.
+struct running_count_u8 {
+  std::shared_ptr<std::array<std::uint32_t, 256>> counts;
+  void operator()(sinew::chunk c, sinew::in<std::uint8_t> key, sinew::out<std::uint32_t> count) const {
+    for (std::size_t i = c.begin; i < c.end; ++i) count(i) = ++(*counts)[key(i)];
   }
 };
 /// Byte-wise x XOR key (u8): a cheap reversible transform for stream tests.
@@ -193,6 +205,16 @@ void register_builtin_kernels(kernel_registry& r) {
         std::uint8_t* y = out_ptr<std::uint8_t>(out, 0);
         for (std::size_t i = 0; i < in.count(); ++i) y[i] = std::uint8_t(x[i] ^ key);
       });
+
+  // No separate reference: --verify runs a fresh instance of the kernel
+  // itself, which counts the same records in the same per-key order.
+  r.add_map<running_count_u8>(
+      "running_count",
+      "per record (u8 key): the records of its key so far, this one included (u32); the counts live in the "
+      "node (each keyed_farm replica has its own, and keeps them from run to run): use it where units come one "
+      "at a time, in order, e.g. a keyed_farm routed by the key",
+      {}, [](const kernel_args&) { return running_count_u8{std::make_shared<std::array<std::uint32_t, 256>>()}; },
+      whole_unit_chunks(), 1);
 
   r.add_map<delay_u8>(
       "delay", "copies u8 data after waiting 'micros' microseconds per unit (a stage of known cost)",
