@@ -256,27 +256,34 @@ TEST_CASE("busy time counts the work of many short tasks on every policy", "[sch
   // tbb times a slot's first 64 functions and a random sixteenth of the
   // rest (the others at the sampled mean); steal and deal time busy spells.
   // Bounds: at least half the work the tasks certainly did, at most every
-  // worker busy for the whole wall time, with margin.
+  // worker busy for the whole wall time, with margin. A sampled task that
+  // the OS preempts counts the preemption too, scaled by the sampling: on a
+  // loaded machine one such sample can break the upper bound, so a policy
+  // gets three tries.
   for (const char* policy : {"tbb", "steal", "deal"}) {
     INFO(policy);
-    auto s = sinew::make_scheduler(policy, {.threads = 2, .pin = false});
+    double busy = 0, wall_ns = 0;
     const int n = 3000;
-    const auto spin = std::chrono::microseconds(5);
-    const auto t0 = std::chrono::steady_clock::now();
-    {
-      sinew::task_group g(*s);
-      for (int i = 0; i < n; ++i)
-        g.run([spin] {
-          const auto t = std::chrono::steady_clock::now();
-          while (std::chrono::steady_clock::now() - t < spin) {
-          }
-        });
-      g.wait();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto s = sinew::make_scheduler(policy, {.threads = 2, .pin = false});
+      const auto spin = std::chrono::microseconds(5);
+      const auto t0 = std::chrono::steady_clock::now();
+      {
+        sinew::task_group g(*s);
+        for (int i = 0; i < n; ++i)
+          g.run([spin] {
+            const auto t = std::chrono::steady_clock::now();
+            while (std::chrono::steady_clock::now() - t < spin) {
+            }
+          });
+        g.wait();
+      }
+      wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      const auto st = settled_stats(*s, std::uint64_t(n));
+      busy = 0;
+      for (const auto& w : st.workers) busy += double(w.busy_ns);
+      if (busy >= 0.5 * n * 5000.0 && busy <= 1.5 * 2 * wall_ns + 1e6) break;
     }
-    const double wall_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    const auto st = settled_stats(*s, std::uint64_t(n));
-    double busy = 0;
-    for (const auto& w : st.workers) busy += double(w.busy_ns);
     CHECK(busy >= 0.5 * n * 5000.0);
     CHECK(busy <= 1.5 * 2 * wall_ns + 1e6);
   }
