@@ -273,14 +273,14 @@ struct dag_compiler {
       if (vs[v].k != V::source) continue;
       type_list want{true, {}};
       std::string who;
-      std::vector<std::uint32_t> todo{v};
-      while (!todo.empty()) {
-        const std::uint32_t u = todo.back();
-        todo.pop_back();
+      std::vector<std::uint32_t> frontier{v};  // vertices whose readers are still to see
+      while (!frontier.empty()) {
+        const std::uint32_t u = frontier.back();
+        frontier.pop_back();
         for (const auto& rs : readers[u])
           for (unsigned r : rs) {
             const V& x = vs[r];
-            if (x.k == V::split) todo.push_back(r);
+            if (x.k == V::split) frontier.push_back(r);
             if (x.k != V::tree) continue;
             const type_list t = x.root.impl()->input_types();
             if (t.any) continue;

@@ -7,6 +7,7 @@
 // merge, matches either of its references).
 #include <sinew/json/graph_file.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
