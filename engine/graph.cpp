@@ -85,6 +85,11 @@ run_future graph::run(named_sources srcs, named_sinks snks, std::stop_token toke
 }
 
 run_future graph::start(std::vector<source> srcs, std::vector<sink> snks, std::stop_token token) {
+  std::string whole = g_->root ? g_->root.impl()->whole_unit_leaf(g_->root.impl()->segment())
+                               : std::string("a dag (its sources make one unit per record)");
+  for (const sink& k : snks)
+    if (whole.empty() && !k.impl().writes_records()) whole = k.impl().label();
+  for (const source& s : srcs) s.impl().batch_for(whole);
   auto s = std::make_shared<run_state>(g_, std::move(srcs), std::move(snks));
   s->start();
   if (token.stop_possible())
@@ -199,8 +204,9 @@ run_stats run_future::stats() const {
   run_stats r;
   const detail::compiled_graph& g = *s_->g;
   for (auto& src : s_->sources) {
-    endpoint_stats e{g.sources[src->index].name, src->units.load(), src->bytes.load()};
+    endpoint_stats e{g.sources[src->index].name, src->units.load(), src->bytes.load(), src->records.load()};
     r.units_in += e.units;
+    r.records_in += e.records;
     r.bytes_in += e.bytes;
     r.sources.push_back(std::move(e));
   }
@@ -243,9 +249,11 @@ run_stats run_future::stats() const {
       x.counters.assign(st->counters.begin(), st->counters.end());
     }
     if (sink) {
+      const std::uint64_t recs = st->records.load();
       r.units_out += x.units;
       r.bytes_out += x.bytes;
-      r.sinks.push_back({g.sinks[i - s_->first_sink].name, x.units, x.bytes});
+      r.records_out += recs;
+      r.sinks.push_back({g.sinks[i - s_->first_sink].name, x.units, x.bytes, recs});
     }
     r.stages.push_back(std::move(x));
   }

@@ -85,10 +85,17 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
           more = false;
         }
       }
-      if (more) bump(s.bytes, in.bytes(), false);  // one producer: the source
+      if (more && b.records().batch() && !b.records().fits(in.count()))
+        throw sinew::error("a record batch of " + std::to_string(b.records().size()) + " records covers " +
+                    std::to_string(b.records().elements()) + " elements, the unit holds " + std::to_string(in.count()));
+      if (more) {  // one producer: the source
+        bump(s.bytes, in.bytes(), false);
+        bump(s.records, b.records().records(), false);
+      }
       if (more && seq == 0 && growable && !grown.exchange(true, std::memory_order_relaxed))
         grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
       u->push_layer(std::move(in));
+      u->set_records(b.records());
     }
   } catch (...) {
     fail(src.label(), std::current_exception());

@@ -136,6 +136,7 @@ void run_state::start() {
   // activate a stage).
   const std::uint64_t start_ns = now_ns();
   for (auto& st : stages) st->idle_since.store(start_ns | wait_input, std::memory_order_relaxed);
+  for (auto& sp : sources) live_sources = live_sources || sp->src.impl().blocking();  // before any stage runs
   std::vector<source_rt*> tasks;
   for (auto& sp : sources) {
     source_rt& s = *sp;

@@ -43,7 +43,7 @@ struct source_rt {
   std::optional<std::uint64_t> size;  // the source's size_hint()
   type_list types;  // what its units must hold
   std::string first_path;  // the vertex its channel feeds (errors in the input)
-  alignas(cache_line) std::atomic<std::uint64_t> units{0}, bytes{0};  // one writer: the source
+  alignas(cache_line) std::atomic<std::uint64_t> units{0}, bytes{0}, records{0};  // one writer: the source
 
   explicit source_rt(source s) : src(std::move(s)) {}
   ~source_rt();
@@ -74,6 +74,9 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// windows of their regions) for units of `bytes` (the first unit's).
   void grow_capacities(std::size_t bytes);
   bool growable = false;  // some channel has cap_max > cap
+  /// Some source may wait for data (a pipe, a socket): sinks then write what
+  /// they buffer whenever they run dry (sink_impl::idle).
+  bool live_sources = false;
   std::atomic<bool> grown{false};  // capacities grow once, for the first unit made
   /// `wake`: notify the consumer (the source stage's leave() claims it).
   void push_eos(source_rt& s, std::uint64_t seq, bool wake);

@@ -18,6 +18,16 @@
 
 namespace sinew::detail {
 
+namespace {
+/// Drops the layer a stage read. A leaf that changed the unit's size (a
+/// reduction) ends a record batch: what it made is one record.
+void pop_input(work_unit& u) {
+  u.pop_layer();
+  if (u.records().batch() && !u.records().fits(u.in().count())) [[unlikely]]
+    u.set_records({});
+}
+}  // namespace
+
 void stage_rt::hint() {
   // Cheap path for every push and pop: skip the fence when the stage is
   // running (it retries on its own). A stale "running" can hide a stage that
@@ -153,6 +163,16 @@ stage_rt* stage_rt::activation() {
       return nullptr;
     }
   }
+  // A sink that has taken everything queued from a stream that may wait for
+  // data writes what it buffers: a slow stream's output is not held back
+  // until more arrives.
+  if (snk && run->live_sources && why == wait_input && !eos_seen.load(std::memory_order_relaxed) && !run->dropping()) {
+    try {
+      snk->idle();
+    } catch (...) {
+      run->fail(snk->label(), std::current_exception());
+    }
+  }
   const std::uint64_t t1 = account(t0, batch - budget);
   flush(counts);
   if (concurrent) finish_one();
@@ -237,6 +257,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
           tr->complete("sink", snk->label(), ts, t1 - ts, {{"seq", u->seq()}});
         bump(units, 1, false);
         bump(bytes, b, false);
+        bump(records, u->records().records(), false);
       } catch (...) {
         run->fail(snk->label(), std::current_exception());
       }
@@ -249,7 +270,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
       const std::uint64_t b = u->in().bytes();
       if (copy_shared) [[unlikely]] own_buffers(u->in());
       for (const layer_plan& p : spec->entry_layers) p.insert(*u);
-      exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get()};
+      exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get(), &u->records()};
       if (place && !spec->in_place)
         place->place(u->out(), run->sched->current_node(),
                      chunks.load(std::memory_order_relaxed) > units.load(std::memory_order_relaxed));
@@ -273,7 +294,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
       } else {
         spec->exec->execute(a);
       }
-      if (!spec->in_place) u->pop_layer();
+      if (!spec->in_place) pop_input(*u);
       if (concurrent) {
         ++t.units;
         t.bytes += b;
@@ -317,7 +338,7 @@ void stage_rt::finish_async(work_unit* u, std::uint64_t b, std::exception_ptr e)
     run->fail(spec->path, e);
   } else if (!run->dropping()) {
     try {
-      if (!spec->in_place) u->pop_layer();
+      if (!spec->in_place) pop_input(*u);
       bump(units, 1, true);
       bump(bytes, b, true);
     } catch (...) {

@@ -57,6 +57,7 @@ struct stage_rt {
   alignas(cache_line) std::atomic<std::size_t> inflight{0};
   std::atomic<work_unit*> eos{nullptr};
   std::atomic<std::uint64_t> units{0}, busy_ns{0}, activations{0}, bytes{0};
+  std::atomic<std::uint64_t> records{0};  // a sink's: records of the units it received
   // Waits (see docs/observability.md): the time an activation that found no
   // input / no room ended, with the reason in the low bit; 0 = not waiting.
   std::atomic<std::uint64_t> idle_since{0}, wait_in_ns{0}, wait_out_ns{0};

@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -97,12 +98,13 @@ class status_line {
   void update(const sinew::run_stats& s, double now) {
     const double dt = now - last_t_;
     const double ups = dt > 0 ? double(s.units_out - last_units_) / dt : 0;
+    const double rps = dt > 0 ? double(s.records_out - last_records_) / dt : 0;
     const double mbs = dt > 0 ? double(s.bytes_out - last_bytes_) / dt / 1e6 : 0;
-    last_t_ = now, last_units_ = s.units_out, last_bytes_ = s.bytes_out;
+    last_t_ = now, last_units_ = s.units_out, last_bytes_ = s.bytes_out, last_records_ = s.records_out;
     std::string line;
     char b[256];
     if (total_ && *total_) {
-      const double f = double(s.units_out) / double(*total_);
+      const double f = double(s.records_out) / double(*total_);
       const int width = 20, full = int(f * width);
       line += "[" + std::string(std::size_t(std::max(0, std::min(width, full))), '#') +
               std::string(std::size_t(width - std::max(0, std::min(width, full))), ' ') + "] ";
@@ -111,6 +113,10 @@ class status_line {
     }
     std::snprintf(b, sizeof b, "%" PRIu64 " units  %.1f units/s  %.1f MB/s", s.units_out, ups, mbs);
     line += b;
+    if (s.records_out != s.units_out) {  // record batches
+      std::snprintf(b, sizeof b, "  %" PRIu64 " records  %.0f records/s", s.records_out, rps);
+      line += b;
+    }
     if (s.latency.samples)
       line += "  latency p50 " + human_ns(s.latency.p50_ns) + " p99 " + human_ns(s.latency.p99_ns);
     line += "  queues";
@@ -118,8 +124,8 @@ class status_line {
       std::snprintf(b, sizeof b, " %zu/%zu", s.stages[i].queued, s.stages[i].capacity);
       line += b;
     }
-    if (total_ && ups > 0 && s.units_out < *total_) {
-      std::snprintf(b, sizeof b, "  ETA %.0f s", double(*total_ - s.units_out) / ups);
+    if (total_ && rps > 0 && s.records_out < *total_) {
+      std::snprintf(b, sizeof b, "  ETA %.0f s", double(*total_ - s.records_out) / rps);
       line += b;
     }
     if (tty_) std::fprintf(stderr, "\r%s\033[K", line.c_str());
@@ -135,7 +141,7 @@ class status_line {
   bool tty_;
   std::optional<std::uint64_t> total_;
   double last_t_ = 0;
-  std::uint64_t last_units_ = 0, last_bytes_ = 0;
+  std::uint64_t last_units_ = 0, last_bytes_ = 0, last_records_ = 0;
   bool shown_ = false;
 };
 
@@ -150,11 +156,14 @@ void print_stats(const sinew::run_stats& s) {
                  double(st.wait_out_ns) / 1e6, hw, st.chunks);
     for (const auto& [name, v] : st.counters) std::fprintf(stderr, "%-44s   %s = %g\n", "", name.c_str(), v);
   }
-  if (s.sources.size() > 1 || s.sinks.size() > 1) {  // a dag's endpoints
-    for (const auto& e : s.sources)
-      std::fprintf(stderr, "source %-37s %16" PRIu64 " units %14" PRIu64 " bytes\n", e.name.c_str(), e.units, e.bytes);
-    for (const auto& e : s.sinks)
-      std::fprintf(stderr, "sink %-39s %16" PRIu64 " units %14" PRIu64 " bytes\n", e.name.c_str(), e.units, e.bytes);
+  // A dag's endpoints, and any run whose units are record batches.
+  if (s.sources.size() > 1 || s.sinks.size() > 1 || s.records_in != s.units_in || s.records_out != s.units_out) {
+    auto endpoint = [](const char* kind, const sinew::endpoint_stats& e) {
+      std::fprintf(stderr, "%s %-*s %16" PRIu64 " units %14" PRIu64 " bytes %14" PRIu64 " records\n", kind,
+                   int(43 - std::strlen(kind)), e.name.c_str(), e.units, e.bytes, e.records);
+    };
+    for (const auto& e : s.sources) endpoint("source", e);
+    for (const auto& e : s.sinks) endpoint("sink", e);
   }
   std::uint64_t tasks = 0, steals = 0;
   for (const auto& w : s.scheduler.workers) tasks += w.tasks, steals += w.steals;
@@ -263,8 +272,8 @@ int run_file(const run_options& o) {
   // A tree's checksum as "checksum=...", a dag's as "checksum[<sink>]=...".
   if (code == exit_ok && !cancelled)
     for (const auto& [name, sum] : sums)
-      std::printf("checksum%s=%016" PRIx64 " units=%" PRIu64 " bytes=%" PRIu64 "\n",
-                  f.is_dag() ? ("[" + name + "]").c_str() : "", sum->value, sum->units, sum->bytes);
+      std::printf("checksum%s=%016" PRIx64 " units=%" PRIu64 " bytes=%" PRIu64 " records=%" PRIu64 "\n",
+                  f.is_dag() ? ("[" + name + "]").c_str() : "", sum->value, sum->units, sum->bytes, sum->records);
   std::fflush(stdout);
   if (o.stats) {
     print_stats(st);
@@ -283,11 +292,11 @@ int run_file(const run_options& o) {
   const double secs = st.seconds > 0 ? st.seconds : 1e-9;
   std::fprintf(stderr,
                "sinew: %s: %s units_in=%" PRIu64 " units_out=%" PRIu64 " bytes_in=%" PRIu64 " bytes_out=%" PRIu64
-               " time=%.3fs %.1f units/s %.1f MB/s\n",
+               " records_in=%" PRIu64 " records_out=%" PRIu64 " time=%.3fs %.1f units/s %.1f MB/s\n",
                f.name().c_str(),
                code != exit_ok ? "failed" : interrupted ? (cancelled ? "cancelled" : "interrupted, drained") : "done",
                st.units_in,
-               st.units_out, st.bytes_in, st.bytes_out, st.seconds, double(st.units_out) / secs,
+               st.units_out, st.bytes_in, st.bytes_out, st.records_in, st.records_out, st.seconds, double(st.units_out) / secs,
                double(st.bytes_out) / secs / 1e6);
   if (o.verify && code == exit_ok && !cancelled) {
     if (report->ok()) {

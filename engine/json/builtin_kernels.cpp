@@ -5,6 +5,7 @@
 #include <sinew/json/kernel_registry.hpp>
 #include <sinew/workloads.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -61,6 +62,12 @@ struct running_count_u8 {
 struct xor_u8 {
   std::uint8_t key = 0x5a;
   void operator()(std::uint8_t x, std::uint8_t* y) const { *y = std::uint8_t(x ^ key); }
+};
+
+/// Reverses the bytes of each record (u8, in place): of each line of a
+/// batch of text lines, not of the whole batch.
+struct reverse_record {
+  void operator()(record, inout<std::uint8_t> r) const { std::reverse(r.begin(), r.end()); }
 };
 
 map_options whole_unit_chunks() {
@@ -204,6 +211,14 @@ void register_builtin_kernels(kernel_registry& r) {
         const std::uint8_t* x = in_ptr<std::uint8_t>(in, 0);
         std::uint8_t* y = out_ptr<std::uint8_t>(out, 0);
         for (std::size_t i = 0; i < in.count(); ++i) y[i] = std::uint8_t(x[i] ^ key);
+      });
+
+  r.add_map<reverse_record>(
+      "reverse", "per record (u8, in place): its bytes in reverse order (a text line reversed)", {},
+      [](const kernel_args&) { return reverse_record{}; }, {}, 1,
+      [](const layer&, layer& out, const kernel_args&) {  // in place: `out` is the input
+        std::uint8_t* x = out_ptr<std::uint8_t>(out, 0);
+        std::reverse(x, x + out.count());
       });
 
   // No separate reference: --verify runs a fresh instance of the kernel

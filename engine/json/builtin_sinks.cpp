@@ -10,6 +10,17 @@
 #include "sink_types.hpp"
 
 namespace sinew::detail {
+namespace {
+
+/// "format": "lines" (each record of one u8 buffer, then '\n') or "binary".
+bool lines_format(const json_cursor& c, const flow& out) {
+  if (!c.has("format") || c.at("format").as_choice({"binary", "lines"}) != "lines") return false;
+  if (!same_types(out.types, type_list{false, {&elem_type_of<std::uint8_t>()}}))
+    c.at("format").fail("text lines need units of one u8 buffer; the graph writes " + types_text(out.types));
+  return true;
+}
+
+}  // namespace
 
 void register_builtin_sinks(sink_registry& r) {
   r.add({.name = "checksum",
@@ -28,22 +39,21 @@ void register_builtin_sinks(sink_registry& r) {
          .parse = [](const json_cursor&, const flow&) -> sink_factory { return [](auto) { return discard(); }; }});
 
   r.add({.name = "file",
-         .fields = {"path"},
+         .fields = {"path", "format"},
          .required = {"path"},
-         .parse = [](const json_cursor& c, const flow&) -> sink_factory {
+         .parse = [](const json_cursor& c, const flow& out) -> sink_factory {
            std::string path = c.at("path").as_string();
            if (path.empty()) c.at("path").fail("an empty path");
-           return [path](auto) { return io::write_file(path); };
+           return [path, lines = lines_format(c, out)](auto) {
+             return lines ? io::write_lines_file(path) : io::write_file(path);
+           };
          }});
 
   r.add({.name = "stdout",
          .fields = {"format"},
          .required = {},
          .parse = [](const json_cursor& c, const flow& out) -> sink_factory {
-           bool lines = c.has("format") && c.at("format").as_choice({"binary", "lines"}) == "lines";
-           if (lines && !same_types(out.types, type_list{false, {&elem_type_of<std::uint8_t>()}}))
-             c.at("format").fail("text lines need units of one u8 buffer; the graph writes " + types_text(out.types));
-           return [lines](auto) { return lines ? io::write_lines(1) : io::write_fd(1); };
+           return [lines = lines_format(c, out)](auto) { return lines ? io::write_lines(1) : io::write_fd(1); };
          }});
 
   r.add({.name = "ppm_dir",
@@ -56,7 +66,8 @@ void register_builtin_sinks(sink_registry& r) {
              c.fail("a PPM directory takes 2-D images of one rgba8 buffer; the graph writes " + types_text(out.types) +
                     (out.rank ? std::string(" ") + std::to_string(out.rank) + "-D" : std::string()));
            return [dir, prefix](auto) { return io::write_ppm_dir(dir, prefix); };
-         }});
+         },
+         .writes_records = false});
 
   r.add({.name = "tcp",
          .fields = {"mode", "host", "port"},

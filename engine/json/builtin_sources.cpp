@@ -38,6 +38,14 @@ source nbody_states(std::size_t n, std::uint64_t seed, std::uint64_t count) {
   });
 }
 
+/// "format": "lines" (text lines; then no "buffers" or "shape") or "binary".
+bool lines_format(const json_cursor& c) {
+  if (!c.has("format") || c.at("format").as_choice({"binary", "lines"}) != "lines") return false;
+  for (const char* f : {"buffers", "shape"})
+    if (c.has(f)) c.at(f).fail("text lines are 1-D u8 records: no \"" + std::string(f) + "\" with \"format\": \"lines\"");
+  return true;
+}
+
 }  // namespace
 
 void register_builtin_sources(source_registry& r) {
@@ -90,41 +98,50 @@ void register_builtin_sources(source_registry& r) {
          }});
 
   r.add({.name = "file",
-         .fields = {"path", "buffers", "shape"},
-         .required = {"path", "buffers", "shape"},
+         .fields = {"path", "format", "buffers", "shape", "batch"},
+         .required = {"path"},
          .live_input = "",
          .parse = [](const json_cursor& c) {
            source_plan p;
-           p.layout = layout_at(c, false);
            std::string path = c.at("path").as_string();
            if (!path_exists(path, false)) c.at("path").fail("no such file: '" + path + "'");
+           p.batch = batching_at(c);
+           if (lines_format(c)) {
+             p.layout = io::record_layout::of<std::uint8_t>(shape::d1(1));
+             p.rank = 1;
+             p.make = [path, b = p.batch](bool) { return io::read_lines_file(path, b); };
+             return p;
+           }
+           c.required("buffers");
+           c.required("shape");
+           p.layout = layout_at(c, false);
            struct stat st {};
            ::stat(path.c_str(), &st);
            if (std::uint64_t(st.st_size) % p.layout.bytes() != 0)
              c.at("path").fail("'" + path + "' holds " + std::to_string(st.st_size) + " bytes, not a whole number of " +
                                std::to_string(p.layout.bytes()) + "-byte records");
            p.count = std::uint64_t(st.st_size) / p.layout.bytes();
-           p.make = [path, l = p.layout](bool) { return io::read_file(path, l); };
+           p.make = [path, l = p.layout, b = p.batch](bool) { return io::read_file(path, l, b); };
            return p;
          }});
 
   r.add({.name = "stdin",
-         .fields = {"format", "buffers", "shape"},
+         .fields = {"format", "buffers", "shape", "batch"},
          .required = {},
          .live_input = "standard input",
          .parse = [](const json_cursor& c) {
            source_plan p;
-           if (c.has("format") && c.at("format").as_choice({"binary", "lines"}) == "lines") {
-             c.expect_object({"type", "format"});
+           p.batch = batching_at(c);
+           if (lines_format(c)) {
              p.layout = io::record_layout::of<std::uint8_t>(shape::d1(1));
              p.rank = 1;
-             p.make = [](bool) { return io::read_lines(0); };
+             p.make = [b = p.batch](bool) { return io::read_lines(0, b); };
              return p;
            }
            c.required("buffers");
            c.required("shape");
            p.layout = layout_at(c, false);
-           p.make = [l = p.layout](bool) { return io::read_stdin(l); };
+           p.make = [l = p.layout, b = p.batch](bool) { return io::read_stdin(l, b); };
            return p;
          }});
 

@@ -98,6 +98,8 @@ class dag_loader {
     check_name(name, c);
     const source_type_info& t = source_types().at(c);
     source_plan p = t.parse(c);
+    if (p.batch.mode == io::batching::when::always)
+      c.at("batch").fail("the sources of a dag make one unit per record (record batches are for trees)");
     flow f;
     f.types.types = p.layout.buffers;
     f.rank = p.rank ? p.rank : p.layout.shape.rank;

@@ -19,15 +19,34 @@ class reference_leaf final : public node_impl {
   type_list output_types() const override { return real_.impl()->output_types(); }
   bool in_place() const override { return real_.impl()->in_place(); }
   shape output_shape(const shape& in) const override { return real_.impl()->output_shape(in); }
+  std::string whole_unit_leaf(const std::string& path) const override { return real_.impl()->whole_unit_leaf(path); }
   std::shared_ptr<executable> compile_inline(const std::string&) const override {
     struct exec final : executable {
       reference_fn fn;
       kernel_args args;
-      void execute(exec_args& a) override { fn(*a.in, *a.out, args); }
+      bool per_record = false;
+      void execute(exec_args& a) override {
+        if (!per_record || !a.records || !a.records->fits(a.in->count())) return fn(*a.in, *a.out, args);
+        // A per-record kernel's reference sees one record at a time: layers
+        // over each record's part of the buffers.
+        const record_index& r = *a.records;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+          layer in = slice(*a.in, r, i), out = a.out == a.in ? layer() : slice(*a.out, r, i);
+          fn(in, a.out == a.in ? in : out, args);
+        }
+      }
+      static layer slice(const layer& l, const record_index& r, std::size_t i) {
+        layer s(r.shape_of(i));
+        for (unsigned b = 0; b < l.size(); ++b)
+          s.add(buffer_ref::wrap_bytes(static_cast<char*>(l[b]->data()) + r.begin(i) * l[b]->type().size,
+                                       r.end(i) - r.begin(i), l[b]->type()));
+        return s;
+      }
     };
     auto e = std::make_shared<exec>();
     e->fn = k_.reference;
     e->args = a_;
+    e->per_record = k_.per_record;
     return e;
   }
 

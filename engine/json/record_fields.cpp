@@ -66,6 +66,23 @@ std::optional<std::uint64_t> count_at(const json_cursor& c, bool required) {
 
 std::uint16_t port_at(const json_cursor& c) { return std::uint16_t(c.required("port").as_uint(1, 65535)); }
 
+io::batching batching_at(const json_cursor& c) {
+  io::batching b;
+  if (!c.has("batch")) return b;
+  json_cursor f = c.at("batch");
+  if (f.value().is_boolean()) {
+    b.mode = f.as_bool() ? io::batching::when::always : io::batching::when::never;
+    return b;
+  }
+  if (!f.value().is_object()) f.fail("expected true, false or an object {\"records\", \"bytes\", \"latency_ms\"}");
+  f.expect_object({"records", "bytes", "latency_ms"});
+  b.mode = io::batching::when::always;
+  b.records = std::size_t(f.get_uint("records", b.records, 1, std::uint64_t(1) << 24));
+  b.bytes = std::size_t(f.get_uint("bytes", b.bytes, 1, std::uint64_t(1) << 30));
+  b.latency = std::chrono::microseconds(std::int64_t(f.get_number("latency_ms", double(b.latency.count()) / 1000, 0, 3.6e6) * 1000));
+  return b;
+}
+
 bool path_exists(const std::string& path, bool dir) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return false;

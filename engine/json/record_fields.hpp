@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include <sinew/io/batching.hpp>
 #include <sinew/io/record_layout.hpp>
 
 namespace sinew::detail {
@@ -20,6 +21,10 @@ io::record_layout layout_at(const json_cursor& c, bool allow_no_buffers);
 std::optional<std::uint64_t> count_at(const json_cursor& c, bool required);
 /// The required "port" (1-65535).
 std::uint16_t port_at(const json_cursor& c);
+/// "batch": how a stream source groups records into units (absent: the
+/// default, batching where the graph allows it; false: one unit per record;
+/// true or {"records", "bytes", "latency_ms"}: batches, required).
+io::batching batching_at(const json_cursor& c);
 /// True if `path` names an existing directory (`dir`) or regular file.
 bool path_exists(const std::string& path, bool dir);
 

@@ -32,6 +32,8 @@ struct sink_type_info {
   /// Validates the fields against `out`, what the graph writes (errors at
   /// their JSON pointer), and returns the factory of the sink.
   std::function<sink_factory(const json_cursor&, const flow& out)> parse;
+  /// Its sink writes record batches record by record (sink_impl::writes_records).
+  bool writes_records = true;
 };
 
 using sink_registry = type_registry<sink_type_info>;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <sinew/engine/source.hpp>
+#include <sinew/io/batching.hpp>
 #include <sinew/io/record_layout.hpp>
 
 #include "type_registry.hpp"
@@ -34,7 +35,10 @@ struct source_plan {
   /// Rank of the units when the layout's shape is only a placeholder (PPM
   /// images, text lines: known rank, varying extents); 0 = the layout's.
   unsigned rank = 0;
-  std::optional<std::uint64_t> count;  ///< units it makes, when known
+  std::optional<std::uint64_t> count;  ///< units it makes, when known (records when it batches)
+  /// How it groups records into units ("batch"); `when::always` makes the
+  /// loader check that the graph allows record batches.
+  io::batching batch = io::batching::off();
   /// A new source from the beginning of the stream; `replay` is --verify's
   /// second instance, which needs the same units but not the same pacing.
   std::function<source(bool replay)> make;

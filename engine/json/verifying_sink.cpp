@@ -34,7 +34,14 @@ class verifying_sink_impl final : public detail::sink_impl {
   void prepare(const detail::type_list& outputs, std::optional<std::uint64_t> units) override {
     *report_ = verify_report{};
     inner_.impl().prepare(outputs, units);
+    // The replayed source batches records as the graph's own does (a
+    // replayable source reads a file or generates: its batches do not
+    // depend on timing).
+    std::string whole = ref_.impl()->whole_unit_leaf("reference");
+    if (whole.empty() && !inner_.impl().writes_records()) whole = inner_.impl().label();
+    replay_.impl().batch_for(whole);
   }
+  bool writes_records() const override { return inner_.impl().writes_records(); }
   bool provide(std::uint64_t seq, const shape& s, layer& out) override { return inner_.impl().provide(seq, s, out); }
 
   void consume(work_unit& u) override {
@@ -85,7 +92,7 @@ class verifying_sink_impl final : public detail::sink_impl {
       out = detail::make_layer(ref_.impl()->output_shape(in.shape()), ref_.impl()->output_types());
       outp = &out;
     }
-    detail::exec_args a{&in, outp, b.grain(), seq, nullptr};
+    detail::exec_args a{&in, outp, b.grain(), seq, nullptr, &b.records()};
     exec_->execute(a);
     std::string d = detail::compare_layers(got, *outp, tol_);
     ++report_->units;

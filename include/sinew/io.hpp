@@ -10,6 +10,7 @@
 /// auto res = std::make_shared<sinew::io::checksum_result>();
 /// g.run(sinew::io::read_file("in.bin", l), sinew::io::checksum(res)).get();
 /// \endcode
+#include <sinew/io/batching.hpp>
 #include <sinew/io/checksum.hpp>
 #include <sinew/io/generator.hpp>
 #include <sinew/io/lines.hpp>

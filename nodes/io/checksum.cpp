@@ -21,16 +21,21 @@ class checksum_sink final : public sinew::detail::sink_impl {
     *r_ = checksum_result{};
     order_.reset();
   }
-  void consume(work_unit& u) override { order_.deliver(u, [&](std::uint64_t, const layer& l) { add(l); }); }
+  void consume(work_unit& u) override {
+    order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { add(l, r); });
+  }
   void finish() override {
-    order_.finish([&](std::uint64_t, const layer& l) { add(l); });
+    order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { add(l, r); });
   }
   std::string label() const override { return "sink(checksum)"; }
+  bool writes_records() const override { return true; }
 
  private:
-  void add(const layer& l) {
-    r_->value = checksum_of_layer(l, r_->value);
+  // The bytes write_file writes: record by record for a batch.
+  void add(const layer& l, const record_index& r) {
+    detail::for_each_record_bytes(l, r, [&](const void* p, std::size_t n, unsigned) { r_->value = workloads::checksum(p, n, r_->value); });
     r_->units++;
+    r_->records += r.fits(l.count()) ? r.size() : 1;
     r_->bytes += detail::layer_bytes(l);
   }
   std::shared_ptr<checksum_result> r_;

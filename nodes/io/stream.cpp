@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 
+#include <sinew/detail/clock.hpp>
 #include <sinew/engine/buffer_pool.hpp>
 
 namespace sinew::io::detail {
@@ -115,29 +116,67 @@ fd_reader::status fd_reader::read_exact(void* dst, std::size_t n, std::size_t& g
   return status::ok;
 }
 
-fd_reader::status fd_reader::read_line(std::vector<std::uint8_t>& line) {
-  line.clear();
+fd_reader::status fd_reader::peek_line(std::string_view& line) {
+  if (peeked_) {
+    line = in_spill_ ? std::string_view(spill_.data(), spill_.size()) : std::string_view(buf_.data() + pos_, peek_bytes_ - 1);
+    return status::ok;
+  }
+  spill_.clear();
   bool any = false;
   for (;;) {
     if (pos_ < end_) {
       any = true;
       const char* b = buf_.data() + pos_;
       const void* nl = std::memchr(b, '\n', end_ - pos_);
-      std::size_t k = nl ? std::size_t(static_cast<const char*>(nl) - b) : end_ - pos_;
-      line.insert(line.end(), b, b + k);
-      pos_ += k;
-      offset_ += k;
-      if (nl) {
-        ++pos_;
-        ++offset_;
+      if (nl && spill_.empty()) {  // the whole line is buffered: no copy
+        peek_bytes_ = std::size_t(static_cast<const char*>(nl) - b) + 1;
+        peeked_ = true;
+        in_spill_ = false;
+        line = std::string_view(b, peek_bytes_ - 1);
         return status::ok;
+      }
+      const std::size_t k = nl ? std::size_t(static_cast<const char*>(nl) - b) : end_ - pos_;
+      spill_.insert(spill_.end(), b, b + k);
+      pos_ += k + (nl ? 1 : 0);
+      if (nl) {
+        peek_bytes_ = spill_.size() + 1;
+        break;
       }
     }
     long r = read_some(buf_.data(), buf_.size());
     if (r < 0) return status::interrupted;
-    if (r == 0) return any ? status::ok : status::eof;
+    if (r == 0) {
+      if (!any) return status::eof;
+      peek_bytes_ = spill_.size();  // a last line without '\n'
+      break;
+    }
     pos_ = 0;
     end_ = std::size_t(r);
+  }
+  peeked_ = in_spill_ = true;
+  line = std::string_view(spill_.data(), spill_.size());
+  return status::ok;
+}
+
+void fd_reader::take_line() noexcept {
+  if (!peeked_) return;
+  if (!in_spill_) pos_ += peek_bytes_;  // a spilled line left the buffer while it was peeked
+  offset_ += peek_bytes_;
+  peeked_ = false;
+}
+
+bool fd_reader::data_within(std::uint64_t deadline_ns) const {
+  if (pos_ < end_ || peeked_ || !poll_first_) return true;
+  for (;;) {
+    if (wake_ && wake_->signalled()) return true;
+    const std::uint64_t now = sinew::detail::now_ns();
+    if (now >= deadline_ns) return false;
+    const std::uint64_t left = deadline_ns - now;
+    timespec ts{time_t(left / 1000000000u), long(left % 1000000000u)};
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_ ? wake_->fd() : -1, POLLIN, 0}};
+    int r = ::ppoll(p, wake_ ? 2 : 1, &ts, nullptr);
+    if (r < 0 && errno != EINTR) throw sinew::error(who_ + ": poll failed: " + errno_text(errno));
+    if (r > 0) return true;  // data, an error or hang-up the read reports, or the wake event
   }
 }
 
@@ -259,12 +298,48 @@ std::size_t layer_bytes(const layer& l) noexcept {
   return s;
 }
 
-void write_layer(fd_writer& w, const layer& l) {
-  for (unsigned i = 0; i < l.size(); ++i) w.write(l[i]->data(), l.count() * l[i]->type().size);
+void write_records(fd_writer& w, const layer& l, const record_index& r) {
+  if (l.size() == 1) {  // the records back to back are the buffer
+    w.write(l[0]->data(), l.count() * l[0]->type().size);
+    return;
+  }
+  for_each_record_bytes(l, r, [&](const void* p, std::size_t n, unsigned) { w.write(p, n); });
+}
+
+void output_sink::prepare(const sinew::detail::type_list& out, std::optional<std::uint64_t>) {
+  check_types(out);
+  order_.reset();
+  int fd = fd_;
+  if (!path_.empty()) {
+    owned_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!owned_) throw sinew::error(who_ + ": cannot open for writing: " + errno_text(errno));
+    fd = owned_.get();
+  }
+  w_.emplace(fd, who_);
+}
+
+void output_sink::finish() {
+  order_.finish([&](std::uint64_t s, const layer& l, const record_index& r) { write_unit(s, l, r); });
+  w_->flush();
+  if (owned_ && ::close(owned_.release()) != 0)  // NFS and friends report late errors here
+    throw sinew::error(who_ + ": close failed: " + errno_text(errno));
+}
+
+void io_source::batch_for(const std::string& whole_unit_at) {
+  on_ = batch_.mode == batching::when::always || (batch_.mode == batching::when::automatic && whole_unit_at.empty());
+  if (batch_.mode == batching::when::always && !whole_unit_at.empty())
+    throw graph_error(whole_unit_at, label() + " is told to batch records, but this treats a unit as a whole (a batch "
+                                               "would not give the results of its records one by one)");
+  if (on_ && (batch_.records == 0 || batch_.bytes == 0))
+    throw graph_error(label(), "a record batch needs at least one record and one byte");
 }
 
 bool io_source::next(unit_builder& b) {
   if (!failed_.empty()) return false;
+  if (!later_.empty()) {
+    failed_ = std::move(later_);
+    return false;
+  }
   try {
     return produce(b);
   } catch (const std::exception& e) {

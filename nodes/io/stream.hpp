@@ -6,10 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sinew/engine/error.hpp>
+#include <sinew/io/batching.hpp>
 #include <sinew/io/record_layout.hpp>
 #include <sinew/engine/sink.hpp>
 #include <sinew/engine/source.hpp>
@@ -70,9 +73,16 @@ class fd_reader {
   fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer = std::size_t(1) << 16);
   /// Reads `n` bytes into `dst`; `got` = bytes read (< n unless ok).
   status read_exact(void* dst, std::size_t n, std::size_t& got);
-  /// Reads up to '\n' into `line` (without it). eof: nothing was left.
-  /// A last line without '\n' is returned as ok.
-  status read_line(std::vector<std::uint8_t>& line);
+  /// The next line (up to '\n', without it), left unread until take_line():
+  /// a view into the read buffer, or into a buffer of its own when the line
+  /// spans reads. eof: nothing was left; a last line without '\n' is ok.
+  status peek_line(std::string_view& line);
+  /// Consumes the line peek_line returned.
+  void take_line() noexcept;
+  /// False when no byte is buffered and none arrives before `deadline_ns`
+  /// (steady clock); true at once for regular files (never waiting) and
+  /// when the stream is being stopped (the next read says so).
+  bool data_within(std::uint64_t deadline_ns) const;
   /// Bytes consumed so far (the stream offset of the next byte).
   std::uint64_t offset() const noexcept { return offset_; }
   const std::string& who() const noexcept { return who_; }
@@ -87,6 +97,11 @@ class fd_reader {
   std::vector<char> buf_;
   std::size_t pos_ = 0, end_ = 0;
   std::uint64_t offset_ = 0;
+  // The peeked line: in buf_ at pos_ (consuming `peek_bytes_`, '\n'
+  // included) or, when it spans reads, in `spill_`.
+  bool peeked_ = false, in_spill_ = false;
+  std::size_t peek_bytes_ = 0;
+  std::vector<char> spill_;
 };
 
 /// Buffered writes to a descriptor; small writes are gathered, large ones go
@@ -124,10 +139,25 @@ struct record_read {
 record_read read_record(fd_reader& r, const record_layout& l, unit_builder& b);
 /// Bytes of a layer's data: `count()` elements per buffer.
 std::size_t layer_bytes(const layer& l) noexcept;
-/// Writes a layer's buffers back to back.
-void write_layer(fd_writer& w, const layer& l);
+/// Calls `f(p, n, b)` for the bytes `[p, p + n)` of buffer `b` of `l` as
+/// records are written: record by record, each its buffers back to back (a
+/// unit that is not a batch, or whose index no longer fits, is one record).
+template <class F>
+void for_each_record_bytes(const layer& l, const record_index& r, F&& f) {
+  if (!r.fits(l.count())) {
+    for (unsigned b = 0; b < l.size(); ++b) f(l[b]->data(), l.count() * l[b]->type().size, b);
+    return;
+  }
+  for (std::size_t i = 0; i < r.size(); ++i)
+    for (unsigned b = 0; b < l.size(); ++b) {
+      const std::size_t sz = l[b]->type().size;
+      f(static_cast<const char*>(l[b]->data()) + r.begin(i) * sz, (r.end(i) - r.begin(i)) * sz, b);
+    }
+}
+/// Writes a unit's records, as for_each_record_bytes.
+void write_records(fd_writer& w, const layer& l, const record_index& r);
 
-/// Hands units to `f(seq, layer)` in sequence order, per source (a dag's
+/// Hands units to `f(seq, layer, records)` in sequence order, per source (a dag's
 /// merge interleaves the streams of several). A unit that arrives early
 /// (through an unordered farm) is kept until its turn: a copy of its layer 0,
 /// which shares the buffers, so nothing is copied.
@@ -139,17 +169,17 @@ class in_order {
     // A second unit of a sequence number already written: a dag's broadcast
     // merged back into one sink. It goes out as it comes.
     if (u.seq() < s.next) {
-      f(u.seq(), u.in());
+      f(u.seq(), u.in(), u.records());
       return;
     }
     if (u.seq() != s.next) {
-      s.held.emplace(u.seq(), u.in());
+      s.held.emplace(u.seq(), held_unit{u.in(), u.records()});
       return;
     }
-    f(u.seq(), u.in());
+    f(u.seq(), u.in(), u.records());
     ++s.next;
     for (auto it = s.held.begin(); it != s.held.end() && it->first <= s.next; it = s.held.erase(it)) {
-      f(it->first, it->second);
+      f(it->first, it->second.l, it->second.r);
       if (it->first == s.next) ++s.next;
     }
   }
@@ -158,7 +188,7 @@ class in_order {
   template <class F>
   void finish(F&& f) {
     for (auto& [origin, s] : streams_)
-      for (auto& [seq, l] : s.held) f(seq, l);
+      for (auto& [seq, h] : s.held) f(seq, h.l, h.r);
     streams_.clear();
   }
   void reset() { streams_.clear(); }
@@ -166,11 +196,50 @@ class in_order {
  private:
   /// Sequence numbers count per source: a dag's merge of several sources
   /// interleaves streams that each start at 0.
+  struct held_unit {
+    layer l;
+    record_index r;
+  };
   struct stream {
     std::uint64_t next = 0;
-    std::multimap<std::uint64_t, layer> held;
+    std::multimap<std::uint64_t, held_unit> held;
   };
   std::map<std::uint32_t, stream> streams_;
+};
+
+/// Base of the sinks that write units, in sequence order, to a descriptor
+/// they borrow or to a file they create (truncated) in prepare(): buffered,
+/// written out when the sink runs dry on a live stream and at the end.
+class output_sink : public sinew::detail::sink_impl {
+ public:
+  /// `path` empty: write to `fd`; `who` names the target in errors.
+  output_sink(std::string path, int fd, std::string who) : path_(std::move(path)), fd_(fd), who_(std::move(who)) {}
+  void prepare(const sinew::detail::type_list& out, std::optional<std::uint64_t> units) override;
+  void consume(work_unit& u) override {
+    order_.deliver(u, [&](std::uint64_t s, const layer& l, const record_index& r) { write_unit(s, l, r); });
+  }
+  void finish() override;
+  void idle() override {
+    if (w_) w_->flush();
+  }
+  bool writes_records() const override { return true; }
+  std::string label() const override { return "sink(" + who_ + ")"; }
+
+ protected:
+  /// Checks what the graph writes (prepare), before the target is opened.
+  virtual void check_types(const sinew::detail::type_list& out) { (void)out; }
+  /// Writes unit `seq`'s layer 0, record by record when it is a batch.
+  virtual void write_unit(std::uint64_t seq, const layer& l, const record_index& r) = 0;
+  fd_writer& out() { return *w_; }
+  const std::string& who() const noexcept { return who_; }
+
+ private:
+  std::string path_;
+  int fd_;
+  std::string who_;
+  unique_fd owned_;
+  std::optional<fd_writer> w_;
+  in_order order_;
 };
 
 /// Base of the sources that read from a descriptor. An error ends the stream
@@ -178,19 +247,29 @@ class in_order {
 /// read before it reaches the sink first.
 class io_source : public sinew::detail::source_impl {
  public:
+  explicit io_source(batching b = {}) : batch_(b) {}
   bool next(unit_builder& b) final;
   void interrupt() override { wake_.signal(); }
   void after_delivery() override {
     if (!failed_.empty()) throw sinew::error(failed_);
   }
+  void batch_for(const std::string& whole_unit_at) override;
 
  protected:
   /// Fills the next unit; false at the end. May throw: see above.
   virtual bool produce(unit_builder& b) = 0;
+  /// Whether this run's units are record batches (set by batch_for).
+  bool batching_on() const noexcept { return on_; }
+  const batching& batch() const noexcept { return batch_; }
+  /// An error found after some records of a batch were read: the batch is
+  /// delivered, and the stream ends with the error at the next unit.
+  void fail_later(std::string what) { later_ = std::move(what); }
   wake_event wake_;
 
  private:
-  std::string failed_;
+  batching batch_;
+  bool on_ = false;
+  std::string failed_, later_;
 };
 
 }  // namespace sinew::io::detail

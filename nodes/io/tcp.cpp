@@ -210,10 +210,10 @@ class tcp_sink final : public sinew::detail::sink_impl {
     if (auto* w = wake_.get()) w->signal();
   }
   void consume(work_unit& u) override {
-    order_.deliver(u, [&](std::uint64_t, const layer& l) { send(l); });
+    order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
   }
   void finish() override {
-    order_.finish([&](std::uint64_t, const layer& l) { send(l); });
+    order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
     if (!w_) open();
     w_->flush();
     ::shutdown(conn_.get(), SHUT_WR);  // the reader sees end of stream
@@ -221,6 +221,10 @@ class tcp_sink final : public sinew::detail::sink_impl {
     conn_.reset();
   }
   std::string label() const override { return "sink(" + e_.who + ")"; }
+  bool writes_records() const override { return true; }
+  void idle() override {
+    if (w_) w_->flush();
+  }
 
  private:
   void open() {
@@ -235,11 +239,23 @@ class tcp_sink final : public sinew::detail::sink_impl {
     ::fcntl(conn_.get(), F_SETFL, ::fcntl(conn_.get(), F_GETFL) | O_NONBLOCK);
     w_.emplace(conn_.get(), e_.who, wake_.get());
   }
-  void send(const layer& l) {
+  // One frame per record: its length, then its buffers.
+  void send(const layer& l, const record_index& r) {
     if (!w_) open();
-    std::uint64_t len = detail::layer_bytes(l);
-    w_->write(&len, sizeof len);
-    detail::write_layer(*w_, l);
+    if (l.empty()) {
+      const std::uint64_t zero = 0;
+      w_->write(&zero, sizeof zero);
+      return;
+    }
+    std::size_t elem_bytes = 0;  // of all buffers, per element
+    for (unsigned b = 0; b < l.size(); ++b) elem_bytes += l[b]->type().size;
+    detail::for_each_record_bytes(l, r, [&](const void* p, std::size_t n, unsigned b) {
+      if (b == 0) {
+        const std::uint64_t len = n / l[0]->type().size * elem_bytes;
+        w_->write(&len, sizeof len);
+      }
+      w_->write(p, n);
+    });
   }
   tcp_end e_;
   bool listens_;

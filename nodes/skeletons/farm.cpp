@@ -14,6 +14,7 @@ class farm_node final : public node_impl {
   shape output_shape(const shape& in) const override { return w_->output_shape(in); }
   std::string child_path(const std::string& path) const { return path + "/" + w_->segment(); }
   void check(const std::string& path) const override { w_->check(child_path(path)); }
+  std::string whole_unit_leaf(const std::string& path) const override { return w_->whole_unit_leaf(child_path(path)); }
 
   void compile_stream(stream_compiler& c, const std::string& path) const override {
     bool ordered = order_ == farm_order::ordered;

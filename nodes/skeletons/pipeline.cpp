@@ -24,6 +24,11 @@ class pipeline_node final : public node_impl {
   std::string child_path(const std::string& path, std::size_t i) const {
     return path + "[" + std::to_string(i) + "]/" + c_[i]->segment();
   }
+  std::string whole_unit_leaf(const std::string& path) const override {
+    for (std::size_t i = 0; i < c_.size(); ++i)
+      if (std::string w = c_[i]->whole_unit_leaf(child_path(path, i)); !w.empty()) return w;
+    return {};
+  }
   void check(const std::string& path) const override {
     for (std::size_t i = 0; i < c_.size(); ++i) {
       c_[i]->check(child_path(path, i));

@@ -45,6 +45,13 @@ class buffer {
   void* data() const noexcept { return data_; }
   /// Number of elements.
   std::size_t count() const noexcept { return count_; }
+  /// Shortens the buffer to `n` <= count() elements, e.g. a batch that
+  /// filled less than it was acquired for. Only its producer may, before the
+  /// buffer is shared; the capacity stays.
+  void shrink(std::size_t n) noexcept {
+    assert(n <= count_);
+    count_ = n;
+  }
   /// Bytes the elements occupy (count * element size).
   std::size_t bytes() const noexcept { return count_ * type_->size; }
   /// Bytes usable (a multiple of 64 for pooled buffers): leaves may read and

@@ -119,11 +119,14 @@ struct endpoint_stats {
   std::string name;
   std::uint64_t units = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t records = 0;  ///< records of those units (a unit that is not a batch is one)
 };
 
 struct run_stats {
   std::uint64_t units_in = 0;   ///< units the sources produced
   std::uint64_t units_out = 0;  ///< units the sinks received
+  std::uint64_t records_in = 0;   ///< records in the sources' units (records.hpp)
+  std::uint64_t records_out = 0;  ///< records in the units the sinks received
   std::uint64_t units_alive_max = 0;  ///< most units alive at once
   std::uint64_t units_alive = 0;      ///< units alive now (0 once the run ended)
   std::size_t capacity_total = 0;     ///< sum of queue capacities

@@ -40,6 +40,9 @@ struct exec_args {
   std::size_t grain;
   std::uint64_t seq;
   scheduler* sched;
+  /// The unit's records when it is a batch (null: one record); applies to
+  /// `*in` only while `records->fits(in->count())`.
+  const record_index* records = nullptr;
 };
 
 /// A subtree compiled to run synchronously on one unit (maps still split the
@@ -104,6 +107,11 @@ class node_impl {
   /// In-place nodes update layer 0 and leave the stack as it was.
   virtual bool in_place() const { return false; }
   virtual shape output_shape(const shape& in) const { return in; }
+  /// Where this subtree treats a unit as a whole, so that a record batch
+  /// would change its result: the path of the first such leaf, or empty
+  /// when every leaf works per element or per record (records.hpp). Sources
+  /// batch records by default only for trees that return empty.
+  virtual std::string whole_unit_leaf(const std::string& path) const { return path; }
   /// Checks the subtree; throws graph_error naming the path.
   virtual void check(const std::string& path) const { (void)path; }
   virtual std::shared_ptr<executable> compile_inline(const std::string& path) const = 0;

@@ -45,7 +45,15 @@ class sink_impl {
   /// End of stream: called once, after the last unit, unless the run failed
   /// or was cancelled.
   virtual void finish() {}
+  /// Every unit queued for the sink has been consumed and more may take a
+  /// while: a sink that buffers output writes it now (a slow stream's lines
+  /// reach the reader as they come, not when a buffer fills).
+  virtual void idle() {}
   virtual std::string label() const { return "sink"; }
+  /// True if it handles record batches (records.hpp) record by record, as
+  /// the sinks of sinew::io do; a sink that takes units as items (`into`,
+  /// `for_each`) does not, and sources then make one unit per record.
+  virtual bool writes_records() const { return false; }
   /// The run failed or was cancelled: a `consume` or `finish` blocked
   /// waiting (for a peer to connect, for room to write) must return soon,
   /// by throwing. Not called on `stop()`, which drains into the sink. Called
@@ -147,6 +155,7 @@ class callback_sink final : public sink_impl {
   void consume(work_unit& u) override { if (f_) f_(u); }
   void finish() override { if (end_) end_(); }
   std::string label() const override { return f_ ? "sink(for_each)" : "sink(discard)"; }
+  bool writes_records() const override { return !f_; }  // discard: nothing to tell apart
 
  private:
   std::function<void(const work_unit&)> f_;

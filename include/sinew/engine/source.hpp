@@ -40,6 +40,9 @@ class unit_builder {
   bool stop_requested() const noexcept { return stop_->load(std::memory_order_acquire); }
   void set_shape(const sinew::shape& s) { l_.set_shape(s); }
   const sinew::shape& shape() const noexcept { return l_.shape(); }
+  /// The unit is a record batch (records.hpp); default: one record.
+  void set_records(record_index r) noexcept { records_ = std::move(r); }
+  const record_index& records() const noexcept { return records_; }
   /// Indivisible block in elements (see work_unit::grain).
   void set_grain(std::size_t g) noexcept { grain_ = g; }
   std::size_t grain() const noexcept { return grain_; }
@@ -62,6 +65,7 @@ class unit_builder {
   std::uint64_t seq_;
   const std::atomic<bool>* stop_;
   std::size_t grain_ = 1;
+  record_index records_;
 };
 
 /// How a container type maps onto a layer. Provided for `std::vector<T>`,
@@ -125,6 +129,13 @@ class source_impl {
   /// and throws here, so the run fails only after every unit before the bad
   /// record was delivered.
   virtual void after_delivery() {}
+  /// Called once before the run starts with what would keep a record batch
+  /// (records.hpp) from giving the results of its records one by one: empty
+  /// when every leaf the units reach works per element or per record and
+  /// every sink writes records, else the place that does not (a leaf's
+  /// path, a sink). A source that batches by default batches only when it is
+  /// empty; one told to batch throws graph_error naming that place.
+  virtual void batch_for(const std::string& whole_unit_at) { (void)whole_unit_at; }
 };
 
 template <class Item>

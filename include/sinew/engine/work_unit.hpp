@@ -24,6 +24,7 @@
 
 #include <sinew/engine/buffer.hpp>
 #include <sinew/engine/error.hpp>
+#include <sinew/engine/records.hpp>
 #include <sinew/engine/shape.hpp>
 #include <sinew/engine/view.hpp>
 
@@ -112,6 +113,11 @@ class work_unit {
   std::uint64_t accepted_ns() const noexcept { return accepted_ns_; }
   void set_accepted_ns(std::uint64_t t) noexcept { accepted_ns_ = t; }
 
+  /// How layer 0 divides into records when the unit is a record batch
+  /// (records.hpp); not a batch by default.
+  const record_index& records() const noexcept { return records_; }
+  void set_records(record_index r) noexcept { records_ = std::move(r); }
+
   std::size_t depth() const noexcept { return layers_.size(); }
   /// Layer `k` counted from the top (0 = input of the next leaf).
   layer& at(std::size_t k) {
@@ -151,6 +157,7 @@ class work_unit {
     grain_ = 1;
     accepted_ns_ = 0;
     origin_ = 0;
+    records_ = record_index();
     for (auto& t : tickets_) t = 0;
   }
 
@@ -178,6 +185,7 @@ class work_unit {
   bool eos_ = false;
   std::uint32_t origin_ = 0;
   std::uint64_t accepted_ns_ = 0;
+  record_index records_;
   std::uint64_t tickets_[max_ordered_depth] = {};
 };
 

@@ -12,6 +12,11 @@
 /// the partial record; it is raised after every whole record before it has
 /// been delivered (see `source_impl::after_delivery`).
 ///
+/// Sources group records into record batches where the graph allows it
+/// (batching.hpp): a unit of `k` records has the layout's shape with its
+/// outermost extent times `k`, each buffer holding that buffer of every
+/// record in turn. Sinks write records as they were read.
+///
 /// Sinks write each unit's layer-0 buffers back to back (`shape.count()`
 /// elements per buffer), in sequence order (units arriving early through an
 /// unordered farm are held until their turn), through a 256 KiB buffer
@@ -26,6 +31,7 @@
 /// \endcode
 #include <string>
 
+#include <sinew/io/batching.hpp>
 #include <sinew/io/record_layout.hpp>
 #include <sinew/engine/sink.hpp>
 #include <sinew/engine/source.hpp>
@@ -34,12 +40,12 @@ namespace sinew::io {
 
 /// Records from the file at `path`. Throws `sinew::error` naming the path if
 /// it cannot be opened. `size_hint` = file size / record bytes (regular files).
-sinew::source read_file(std::string path, record_layout layout);
+sinew::source read_file(std::string path, record_layout layout, batching b = {});
 /// Records from descriptor `fd` (a pipe, a socket, a file); the descriptor
 /// is not closed.
-sinew::source read_fd(int fd, record_layout layout);
-/// `read_fd(0, layout)`.
-sinew::source read_stdin(record_layout layout);
+sinew::source read_fd(int fd, record_layout layout, batching b = {});
+/// `read_fd(0, layout, b)`.
+sinew::source read_stdin(record_layout layout, batching b = {});
 
 /// Writes every unit to `path` (created or truncated when the run starts).
 sinew::sink write_file(std::string path);

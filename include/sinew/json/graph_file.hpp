@@ -138,8 +138,9 @@ class graph_file {
   /// The source types that are replayable ("generator", "nbody", ...), in
   /// the order docs/json.md lists them.
   static std::vector<std::string> replayable_source_types();
-  /// Units the source will produce, when known (in the dag form: all
-  /// sources together, when every count is known).
+  /// Records the source will produce (units, unless it makes record
+  /// batches), when known (in the dag form: all sources together, when every
+  /// count is known).
   std::optional<std::uint64_t> unit_count() const;
   /// Layout of the units the source makes (types and shape).
   const io::record_layout& source_layout() const;

@@ -135,6 +135,9 @@ struct kernel_info {
   reference_fn reference;
   /// Rank the unit must have (1, 2 or 3); 0 = any.
   unsigned rank = 0;
+  /// Its leaf works per record (`sinew::record`): the reference then runs
+  /// record by record on record batches.
+  bool per_record = false;
   /// Filled by `kernel_registry::add` from a leaf built with the defaults.
   detail::type_list inputs, outputs;
   bool in_place = false;
@@ -231,8 +234,10 @@ void kernel_registry::add_map(std::string name, std::string doc, std::vector<ker
   k.params = std::move(params);
   k.rank = rank;
   k.reference = std::move(reference);
+  k.per_record = detail::leaf_sig<F>::per_record;
   k.make = [make, opt](const kernel_args& a) { return sinew::map<F>(make(a), opt); };
-  k.make_host = [make, opt](const kernel_args& a) { return sinew::host<F>(make(a), opt); };
+  if constexpr (!detail::leaf_sig<F>::per_record)
+    k.make_host = [make, opt](const kernel_args& a) { return sinew::host<F>(make(a), opt); };
   if constexpr (detail::single_output<F>::ok) {
     using S = detail::leaf_sig<F>;
     using R = typename S::template tr<detail::single_output<F>::pos>::elem;

@@ -62,6 +62,7 @@ class host_executor_base : public device_executor {
 template <class F>
 class host_executor final : public host_executor_base {
   using S = detail::leaf_sig<F>;
+  static_assert(!S::per_record, "a multi-device map splits units by rows: per-record leaves run in a plain map");
 
  public:
   explicit host_executor(F f = F{}, map_options mo = {}, host_options ho = {})

@@ -28,6 +28,17 @@
 ///   }
 /// };
 /// \endcode
+///
+/// **Per record**: first parameter `sinew::record`, then `in`/`out`/`inout`
+/// views of that one record of a record batch (records.hpp): a text line, a
+/// fixed-size binary record. Units that are not batches are one record.
+/// \code
+/// struct Reverse {   // reverses every line of a batch of text lines
+///   void operator()(sinew::record, sinew::inout<std::uint8_t> line) const {
+///     std::reverse(line.begin(), line.end());
+///   }
+/// };
+/// \endcode
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -59,6 +70,12 @@ struct chunk {
   std::size_t size() const noexcept { return end - begin; }
 };
 
+/// The record a per-record functor is called for.
+struct record {
+  std::size_t index;  ///< position in the batch (0 when the unit is one record)
+  std::size_t first;  ///< its first element in the unit's layer 0
+};
+
 /// Input view of a per-chunk functor (layer 0, read only).
 template <class T, unsigned R = 1>
 struct in : view<const T, R> {
@@ -80,7 +97,7 @@ struct inout : view<T, R> {
 
 namespace detail {
 
-enum class role { index, chunk, input, output, inplace };
+enum class role { index, chunk, record, input, output, inplace };
 
 template <class A>
 struct arg_traits {
@@ -102,7 +119,7 @@ struct view_arg {
 };
 template <class A, class D = std::remove_cv_t<std::remove_reference_t<A>>>
 struct chunk_arg_traits {
-  static constexpr role r = role::chunk;
+  static constexpr role r = std::is_same_v<D, record> ? role::record : role::chunk;
   using elem = void;
   static constexpr unsigned rank = 1;
 };
@@ -128,11 +145,19 @@ struct member_call<R (C::*)(A...) noexcept> { using args = std::tuple<A...>; };
 template <class F>
 using functor_args = typename member_call<decltype(&F::operator())>::args;
 
+/// The first parameter is `sinew::chunk` or `sinew::record`: the other
+/// parameters are views.
 template <class Tuple>
 struct first_is_chunk : std::false_type {};
 template <class A0, class... A>
 struct first_is_chunk<std::tuple<A0, A...>>
-    : std::is_same<std::remove_cv_t<std::remove_reference_t<A0>>, chunk> {};
+    : std::bool_constant<std::is_same_v<std::remove_cv_t<std::remove_reference_t<A0>>, chunk> ||
+                         std::is_same_v<std::remove_cv_t<std::remove_reference_t<A0>>, record>> {};
+template <class Tuple>
+struct first_is_record : std::false_type {};
+template <class A0, class... A>
+struct first_is_record<std::tuple<A0, A...>>
+    : std::is_same<std::remove_cv_t<std::remove_reference_t<A0>>, record> {};
 
 }  // namespace detail
 }  // namespace sinew

@@ -46,6 +46,7 @@ struct leaf_sig {
   using args = functor_args<F>;
   static constexpr std::size_t N = std::tuple_size_v<args>;
   static constexpr bool chunked = first_is_chunk<args>::value;
+  static constexpr bool per_record = first_is_record<args>::value;
   template <std::size_t I>
   using arg_t = std::tuple_element_t<I, args>;
   template <std::size_t I>
@@ -76,7 +77,7 @@ struct leaf_sig {
   }();
   static constexpr bool valid() {
     for (std::size_t i = 1; i < N; ++i)
-      if (roles[i] == role::index || roles[i] == role::chunk) return false;  // only first
+      if (roles[i] == role::index || roles[i] == role::chunk || roles[i] == role::record) return false;  // only first
     return !(in_place && n_out > 0);
   }
   static_assert(valid(), "leaf functor: sinew::index/sinew::chunk may only be the first parameter, "
@@ -95,12 +96,22 @@ struct leaf_sig {
   }
   template <class T>
   static const elem_type* elem_ptr() {
-    if constexpr (std::is_void_v<T> || std::is_same_v<T, index> || std::is_same_v<T, chunk>) return nullptr;
+    if constexpr (std::is_void_v<T> || std::is_same_v<T, index> || std::is_same_v<T, chunk> || std::is_same_v<T, record>)
+      return nullptr;
     else return &elem_type_of<T>();
   }
   static type_list inputs() { return types_impl(false, std::make_index_sequence<N>{}); }
   static type_list outputs() {
     return in_place ? inputs() : types_impl(true, std::make_index_sequence<N>{});
+  }
+  /// Works per element without reading positions, or per record: a record
+  /// batch gives it the same results as its records one by one.
+  static constexpr bool batch_safe() {
+    if (per_record) return true;
+    if (chunked) return false;
+    for (role r : roles)
+      if (r == role::index) return false;
+    return true;
   }
 };
 
@@ -136,7 +147,22 @@ class map_exec final : public row_executable {
         throw error("output shape " + out.shape().str() + " differs from input shape " + in.shape().str());
     }
     auto ptrs = bind(in, out, std::make_index_sequence<S::N>{});
-    if constexpr (S::chunked) {
+    if constexpr (S::per_record) {
+      // Records [rb, re) of the batch; a unit that is not one is one record.
+      const record_index* ix = a.records && a.records->fits(in.count()) ? a.records : nullptr;
+      const std::size_t n = std::min(re, ix ? ix->size() : 1), r0 = std::min(rb, n);
+      const std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 256;
+      const std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
+      auto body = [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = r0 + b; i < r0 + e; ++i) {
+          const std::size_t first = ix ? ix->begin(i) : 0;
+          const shape rs = ix ? ix->shape_of(i) : in.shape();
+          call_record(i, first, rs, ptrs, std::make_index_sequence<S::N>{});
+        }
+      };
+      if (n - r0 < lim || !a.sched) return body(0, n - r0), std::size_t(1);
+      return split(a, n - r0, 1, mt, body);
+    } else if constexpr (S::chunked) {
       const shape& dom = S::in_place ? in.shape() : out.shape();
       std::size_t rows = std::min(re, dom.ext[0]);
       std::size_t r0 = std::min(rb, rows), n = rows - r0;
@@ -185,7 +211,8 @@ class map_exec final : public row_executable {
   template <std::size_t I>
   static auto ptr_of(const layer& in, const layer& out) {
     using T = elem_t<I>;
-    if constexpr (std::is_void_v<T> || S::roles[I] == role::index || S::roles[I] == role::chunk)
+    if constexpr (std::is_void_v<T> || S::roles[I] == role::index || S::roles[I] == role::chunk ||
+                  S::roles[I] == role::record)
       return static_cast<void*>(nullptr);
     else if constexpr (S::roles[I] == role::output)
       return out[S::slots[I]].template data<T>();
@@ -227,6 +254,18 @@ class map_exec final : public row_executable {
     f_(chunk_arg<I>(std::get<I>(ptrs), b, e, is, os)...);
   }
 
+  template <class Ptrs, std::size_t... I>
+  void call_record(std::size_t i, std::size_t first, const shape& rs, const Ptrs& ptrs,
+                   std::index_sequence<I...>) const {
+    f_(record_arg<I>(std::get<I>(ptrs), i, first, rs)...);
+  }
+  template <std::size_t I, class P>
+  static auto record_arg(P p, std::size_t i, std::size_t first, const shape& rs) {
+    using A = std::remove_cv_t<std::remove_reference_t<typename S::template arg_t<I>>>;
+    if constexpr (S::roles[I] == role::record) return record{i, first};
+    else return A(p + first, rs);
+  }
+
   F f_;
   map_options o_;
   type_list in_t_, out_t_;
@@ -242,6 +281,7 @@ class map_node final : public node_impl {
   type_list input_types() const override { return S::inputs(); }
   type_list output_types() const override { return S::outputs(); }
   bool in_place() const override { return S::in_place; }
+  std::string whole_unit_leaf(const std::string& path) const override { return S::batch_safe() ? std::string() : path; }
   std::shared_ptr<executable> compile_inline(const std::string&) const override {
     return std::make_shared<map_exec<F>>(f_, o_);
   }
