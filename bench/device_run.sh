@@ -5,7 +5,7 @@
 #   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
 #                                           #   -> $OUT/MODE-<N>core.tar.gz
 #   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
-# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | dag | fuzz (below). A mode writes
+# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | dag | stream | fuzz (below). A mode writes
 # the same file names every time, so `install` REPLACES the previous run's files
 # of those names (a .json/.txt pair whole: a benchmark killed by its timeout
 # leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
@@ -73,8 +73,8 @@ fi
 mode=${1:-}
 carry=${CARRY:-dev-carry}
 case "$mode" in
-  devices|sched16|e2e|opencl|tasks|pipeline|dag|fuzz) ;;
-  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|dag|fuzz" >&2
+  devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|fuzz" >&2
      exit 2 ;;
 esac
 root=$PWD
@@ -143,6 +143,9 @@ case "$mode" in
   dag)  # sinew::dag vs oneTBB flow graphs at full size: 100-130 s on 16 cores
     machine
     one dag 300 ./sinew-bench dag ;;
+  stream)  # 1 GB of lines and of 64-byte records through `sinew run` vs a one-thread loop, 5 rounds
+    machine
+    one stream_records 540 ./sinew-bench stream_records --reps 5 ;;
   fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560): fuzz-<harness>.log, crashes in fuzz-<harness>/
     export LD_LIBRARY_PATH=$root/$carry/fuzz:$root/$carry
     BUILD_COMMIT=$(cat fuzz/build_commit 2>/dev/null)

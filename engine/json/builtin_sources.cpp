@@ -160,7 +160,7 @@ void register_builtin_sources(source_registry& r) {
          }});
 
   r.add({.name = "tcp",
-         .fields = {"mode", "host", "port", "buffers", "shape"},
+         .fields = {"mode", "host", "port", "buffers", "shape", "batch"},
          .required = {"mode", "port", "buffers", "shape"},
          .live_input = "a TCP socket",
          .parse = [](const json_cursor& c) {
@@ -169,8 +169,9 @@ void register_builtin_sources(source_registry& r) {
            std::string host = c.get_string("host", "127.0.0.1");
            std::uint16_t port = port_at(c);
            p.layout = layout_at(c, false);
-           p.make = [listen, host, port, l = p.layout](bool) {
-             return listen ? io::tcp_listen(host, port, l) : io::tcp_connect(host, port, l);
+           p.batch = batching_at(c);
+           p.make = [listen, host, port, l = p.layout, b = p.batch](bool) {
+             return listen ? io::tcp_listen(host, port, l, nullptr, b) : io::tcp_connect(host, port, l, b);
            };
            return p;
          }});

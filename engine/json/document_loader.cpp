@@ -84,7 +84,8 @@ void load_document(graph_file_state& s) {
     graph g(s.root);
   } catch (const graph_error& e) {
     root.at("graph").fail(e.what());
-  }  if (s.source.batch.mode == io::batching::when::always) {
+  }
+  if (s.source.batch.mode == io::batching::when::always) {
     const std::string whole = s.root.impl()->whole_unit_leaf(s.root.impl()->segment());
     if (!whole.empty())
       src.at("batch").fail("'" + whole + "' treats a unit as a whole: a record batch would not give the results of "

@@ -77,8 +77,9 @@ io::batching batching_at(const json_cursor& c) {
   if (!f.value().is_object()) f.fail("expected true, false or an object {\"records\", \"bytes\", \"latency_ms\"}");
   f.expect_object({"records", "bytes", "latency_ms"});
   b.mode = io::batching::when::always;
-  b.records = std::size_t(f.get_uint("records", b.records, 1, std::uint64_t(1) << 24));
-  b.bytes = std::size_t(f.get_uint("bytes", b.bytes, 1, std::uint64_t(1) << 30));
+  // A batch reserves its limits up front: at most a million records and 64 MiB.
+  b.records = std::size_t(f.get_uint("records", b.records, 1, std::uint64_t(1) << 20));
+  b.bytes = std::size_t(f.get_uint("bytes", b.bytes, 1, std::uint64_t(64) << 20));
   b.latency = std::chrono::microseconds(std::int64_t(f.get_number("latency_ms", double(b.latency.count()) / 1000, 0, 3.6e6) * 1000));
   return b;
 }

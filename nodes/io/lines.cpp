@@ -57,7 +57,11 @@ class lines_source final : public detail::io_source {
     std::uint64_t deadline = 0;
     off[0] = 0;
     while (n < o.records) {
-      if (n > 0 && !r_.data_within(deadline)) break;
+      if (n > 0) {
+        n += r_.take_buffered_lines(reinterpret_cast<char*>(data.data<std::uint8_t>()), data->count(), used, off + n + 1,
+                                    o.records - n);
+        if (n == o.records || !r_.data_within(deadline)) break;
+      }
       std::string_view line;
       if (r_.peek_line(line) != detail::fd_reader::status::ok) break;  // end, or stopped
       if (used + line.size() > data->count()) {
@@ -102,11 +106,13 @@ class lines_sink final : public detail::output_sink {
     if (!r.fits(l.count())) {
       out().write(p, l.count());
       out().write("\n", 1);
-      return;
-    }
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      out().write(p + r.begin(i), r.end(i) - r.begin(i));
-      out().write("\n", 1);
+    } else if (r.offsets()) {
+      out().write_lines(p, r.offsets().data<std::uint64_t>(), r.size());
+    } else {
+      for (std::size_t i = 0; i < r.size(); ++i) {  // fixed-size records as lines
+        out().write(p + r.begin(i), r.end(i) - r.begin(i));
+        out().write("\n", 1);
+      }
     }
   }
 };

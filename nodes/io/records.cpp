@@ -40,18 +40,21 @@ class record_source final : public detail::io_source {
   }
   void batch_for(const std::string& whole_unit_at) override {
     io_source::batch_for(whole_unit_at);
-    per_unit_ = batching_on() ? std::max<std::size_t>(1, std::min(batch().records, batch().bytes / l_.bytes())) : 1;
+    per_unit_ = per_unit(l_.bytes());
   }
   bool produce(unit_builder& b) override {
-    if (per_unit_ == 1) {
+    return fill_records(b, l_, per_unit_, r_, [&](char* const* dst, std::size_t room) -> std::size_t {
       const std::uint64_t at = r_.offset();
-      const detail::record_read rr = detail::read_record(r_, l_, b);
-      if (rr.st == detail::fd_reader::status::ok) return ++read_, true;
-      if (rr.st == detail::fd_reader::status::interrupted) return false;  // stopped
-      check_end(rr.got, at);
-      return false;
-    }
-    return produce_batch(b);
+      const detail::record_read rr = detail::read_record(r_, l_, dst);
+      if (rr.st != detail::fd_reader::status::ok) {
+        if (rr.st == detail::fd_reader::status::eof) check_end(rr.got, at);
+        return 0;  // the end, or stopped
+      }
+      // One buffer: the records already read ahead follow in one copy.
+      const std::size_t k = l_.buffers.size() == 1 ? 1 + r_.take_buffered(dst[0] + l_.bytes(), l_.bytes(), room - 1) : 1;
+      read_ += k;
+      return k;
+    });
   }
   std::optional<std::uint64_t> size_hint() const override {
     if (!records_) return std::nullopt;
@@ -65,51 +68,6 @@ class record_source final : public detail::io_source {
   bool blocking() const override { return !regular_; }
 
  private:
-  // Records until the batch holds `per_unit_` or no byte arrives before
-  // `latency` after its first one; buffer b of the batch holds buffer b of
-  // every record, records stacked along the outermost dimension.
-  bool produce_batch(unit_builder& b) {
-    const std::size_t n = l_.shape.count();
-    std::vector<buffer_ref> bufs;
-    for (const elem_type* t : l_.buffers) bufs.push_back(buffer_pool::global().acquire(n * per_unit_, *t));
-    std::uint64_t deadline = 0;
-    std::size_t k = 0;
-    for (; k < per_unit_; ++k) {
-      if (k > 0 && !r_.data_within(deadline)) break;
-      const std::uint64_t at = r_.offset();
-      std::size_t got = 0;
-      detail::fd_reader::status st = detail::fd_reader::status::ok;
-      for (std::size_t i = 0; i < bufs.size() && st == detail::fd_reader::status::ok; ++i) {
-        const std::size_t sz = l_.buffers[i]->size;
-        std::size_t g = 0;
-        st = r_.read_exact(static_cast<char*>(bufs[i]->data()) + k * n * sz, n * sz, g);
-        got += g;
-      }
-      if (st == detail::fd_reader::status::interrupted) break;
-      if (st == detail::fd_reader::status::eof) {
-        // The whole records before go out first; the error ends the stream.
-        try {
-          check_end(got, at);
-        } catch (const std::exception& e) {
-          if (k == 0) throw;
-          fail_later(e.what());
-        }
-        break;
-      }
-      ++read_;
-      if (k == 0) deadline = sinew::detail::now_ns() + std::uint64_t(batch().latency.count()) * 1000;
-    }
-    if (k == 0) return false;
-    shape s = l_.shape;
-    s.ext[0] *= k;
-    b.set_shape(s);
-    for (buffer_ref& x : bufs) {
-      x->shrink(n * k);
-      b.add(std::move(x));
-    }
-    b.set_records(record_index::fixed(k, l_.shape));
-    return true;
-  }
   // The stream ended after `got` bytes of the record at byte `at`: a clean
   // end, or an error.
   void check_end(std::size_t got, std::uint64_t at) const {

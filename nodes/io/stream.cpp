@@ -165,6 +165,26 @@ void fd_reader::take_line() noexcept {
   peeked_ = false;
 }
 
+std::size_t fd_reader::take_buffered_lines(char* dst, std::size_t cap, std::size_t& used, std::uint64_t* ends,
+                                           std::size_t max) noexcept {
+  const char* const start = buf_.data() + pos_;
+  const char *p = start, *const e = buf_.data() + end_;
+  std::size_t k = 0;
+  while (k < max && p < e) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', std::size_t(e - p)));
+    if (!nl) break;
+    const std::size_t len = std::size_t(nl - p);
+    if (len > cap - used) break;
+    std::memcpy(dst + used, p, len);
+    used += len;
+    ends[k++] = used;
+    p = nl + 1;
+  }
+  pos_ += std::size_t(p - start);
+  offset_ += std::uint64_t(p - start);
+  return k;
+}
+
 bool fd_reader::data_within(std::uint64_t deadline_ns) const {
   if (pos_ < end_ || peeked_ || !poll_first_) return true;
   for (;;) {
@@ -198,6 +218,23 @@ void fd_writer::write(const void* p, std::size_t n) {
   ::iovec iov[2] = {{buf_.data(), used_}, {const_cast<void*>(p), n}};
   write_all(used_ ? iov : iov + 1, used_ ? 2 : 1);
   used_ = 0;
+}
+
+void fd_writer::write_lines(const char* base, const std::uint64_t* off, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t len = std::size_t(off[i + 1] - off[i]);
+    if (used_ + len + 1 > buf_.size()) {
+      flush();
+      if (len + 1 > buf_.size()) {  // longer than the buffer: straight out
+        write(base + off[i], len);
+        write("\n", 1);
+        continue;
+      }
+    }
+    std::memcpy(buf_.data() + used_, base + off[i], len);
+    buf_[used_ + len] = '\n';
+    used_ += len + 1;
+  }
 }
 
 void fd_writer::flush() {
@@ -277,17 +314,14 @@ void fd_writer::write_all(::iovec* iov, int n) {
   written_ += total;
 }
 
-record_read read_record(fd_reader& r, const record_layout& l, unit_builder& b) {
-  b.set_shape(l.shape);
+record_read read_record(fd_reader& r, const record_layout& l, char* const* dst) {
   const std::size_t n = l.shape.count();
   std::size_t got = 0;
-  for (const elem_type* t : l.buffers) {
-    buffer_ref buf = buffer_pool::global().acquire(n, *t);
+  for (std::size_t i = 0; i < l.buffers.size(); ++i) {
     std::size_t g = 0;
-    fd_reader::status st = r.read_exact(buf->data(), n * t->size, g);
+    const fd_reader::status st = r.read_exact(dst[i], n * l.buffers[i]->size, g);
     got += g;
     if (st != fd_reader::status::ok) return {st, got};
-    b.add(std::move(buf));
   }
   return {fd_reader::status::ok, got};
 }

@@ -2,15 +2,19 @@
 // Internal to the sinew::io sources and sinks (nodes/io_*.cpp): descriptors,
 // reads that stop() can interrupt, buffered writes that name their target,
 // records, in-order delivery and the deferred end-of-stream error.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <sinew/detail/clock.hpp>
+#include <sinew/engine/buffer_pool.hpp>
 #include <sinew/engine/error.hpp>
 #include <sinew/io/batching.hpp>
 #include <sinew/io/record_layout.hpp>
@@ -79,6 +83,20 @@ class fd_reader {
   status peek_line(std::string_view& line);
   /// Consumes the line peek_line returned.
   void take_line() noexcept;
+  /// Copies the whole records of `size` bytes in the read buffer (no read),
+  /// at most `max`, to `dst`; returns how many.
+  std::size_t take_buffered(char* dst, std::size_t size, std::size_t max) noexcept {
+    const std::size_t k = std::min(max, (end_ - pos_) / size);
+    std::memcpy(dst, buf_.data() + pos_, k * size);
+    pos_ += k * size;
+    offset_ += k * size;
+    return k;
+  }
+  /// Consumes the lines wholly in the read buffer (no read, nothing peeked):
+  /// at most `max`, each copied without its '\n' to `dst + used` while it
+  /// fits below `dst + cap`, `used` advanced and appended to `ends`.
+  /// Returns how many; stops at a partial line or one that does not fit.
+  std::size_t take_buffered_lines(char* dst, std::size_t cap, std::size_t& used, std::uint64_t* ends, std::size_t max) noexcept;
   /// False when no byte is buffered and none arrives before `deadline_ns`
   /// (steady clock); true at once for regular files (never waiting) and
   /// when the stream is being stopped (the next read says so).
@@ -114,6 +132,9 @@ class fd_writer {
  public:
   fd_writer(int fd, std::string who, const wake_event* wake = nullptr, std::size_t buffer = std::size_t(256) << 10);
   void write(const void* p, std::size_t n);
+  /// Writes lines [base + off[i], base + off[i + 1]) for i < n, each
+  /// followed by '\n'.
+  void write_lines(const char* base, const std::uint64_t* off, std::size_t n);
   void flush();
   const std::string& who() const noexcept { return who_; }
   std::uint64_t written() const noexcept { return written_; }
@@ -135,8 +156,8 @@ struct record_read {
   std::size_t got;  // bytes of the record read (== layout.bytes() when ok)
 };
 
-/// Reads one record of `l` into fresh pooled buffers added to `b`.
-record_read read_record(fd_reader& r, const record_layout& l, unit_builder& b);
+/// Reads one record of `l` into `dst[i]` (buffer i's elements of the record).
+record_read read_record(fd_reader& r, const record_layout& l, char* const* dst);
 /// Bytes of a layer's data: `count()` elements per buffer.
 std::size_t layer_bytes(const layer& l) noexcept;
 /// Calls `f(p, n, b)` for the bytes `[p, p + n)` of buffer `b` of `l` as
@@ -261,6 +282,53 @@ class io_source : public sinew::detail::source_impl {
   /// Whether this run's units are record batches (set by batch_for).
   bool batching_on() const noexcept { return on_; }
   const batching& batch() const noexcept { return batch_; }
+  /// Fills `b` with up to `per` records of `l` read by `more(dst, room)`,
+  /// which reads the next records (at least one, at most `room`, blocking
+  /// for the first) into `dst[i]` for buffer i and returns how many: 0 at
+  /// the end of the stream (or when stopped); it throws when the stream is
+  /// broken. With `per` > 1 the unit is a record batch, closed early when no
+  /// byte arrives within the latency bound after its first record; an error
+  /// after some records delivers them first (the stream ends with it at the
+  /// next unit). False: no record.
+  template <class F>
+  bool fill_records(unit_builder& b, const record_layout& l, std::size_t per, const fd_reader& r, F&& more) {
+    const std::size_t n = l.shape.count();
+    std::vector<buffer_ref> bufs;
+    char* dst[layer::max_buffers];
+    for (const elem_type* t : l.buffers) bufs.push_back(buffer_pool::global().acquire(n * per, *t));
+    std::uint64_t deadline = 0;
+    std::size_t k = 0;
+    while (k < per) {
+      if (k > 0 && !r.data_within(deadline)) break;
+      for (std::size_t i = 0; i < bufs.size(); ++i) dst[i] = static_cast<char*>(bufs[i]->data()) + k * n * l.buffers[i]->size;
+      std::size_t got = 0;
+      try {
+        got = more(static_cast<char* const*>(dst), per - k);
+      } catch (const std::exception& e) {
+        if (k == 0) throw;
+        fail_later(e.what());
+        break;
+      }
+      if (got == 0) break;
+      if (k == 0) deadline = sinew::detail::now_ns() + std::uint64_t(batch_.latency.count()) * 1000;
+      k += got;
+    }
+    if (k == 0) return false;
+    shape s = l.shape;
+    s.ext[0] *= k;
+    b.set_shape(s);
+    for (buffer_ref& x : bufs) {
+      x->shrink(n * k);
+      b.add(std::move(x));
+    }
+    if (per > 1) b.set_records(record_index::fixed(k, l.shape));
+    return true;
+  }
+  /// Records a unit: batch().records and bytes for a layout of `bytes`, or
+  /// 1 when not batching.
+  std::size_t per_unit(std::size_t bytes) const noexcept {
+    return on_ ? std::max<std::size_t>(1, std::min(batch_.records, batch_.bytes / bytes)) : 1;
+  }
   /// An error found after some records of a batch were read: the batch is
   /// delivered, and the stream ends with the error at the next unit.
   void fail_later(std::string what) { later_ = std::move(what); }

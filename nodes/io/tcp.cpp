@@ -149,9 +149,13 @@ struct tcp_end {
 class tcp_source final : public detail::io_source {
  public:
   tcp_source(std::string host, std::uint16_t port, record_layout l, bool listen,
-             const std::shared_ptr<std::atomic<int>>& bound)
-      : l_(std::move(l)), e_(listen ? "tcp_listen " : "tcp_connect ", std::move(host), port, listen, bound) {
+             const std::shared_ptr<std::atomic<int>>& bound, batching b)
+      : io_source(b), l_(std::move(l)), e_(listen ? "tcp_listen " : "tcp_connect ", std::move(host), port, listen, bound) {
     l_.check(e_.who);
+  }
+  void batch_for(const std::string& whole_unit_at) override {
+    io_source::batch_for(whole_unit_at);
+    per_unit_ = per_unit(l_.bytes());
   }
   bool produce(unit_builder& b) override {
     if (!conn_) {
@@ -159,28 +163,36 @@ class tcp_source final : public detail::io_source {
       if (!ok) return false;
       r_.emplace(conn_.get(), e_.who, &wake_);
     }
+    return fill_records(b, l_, per_unit_, *r_, [&](char* const* dst, std::size_t) { return std::size_t(frame(dst)); });
+  }
+  std::string label() const override { return "source(" + e_.who + ")"; }
+  bool blocking() const override { return true; }
+
+ private:
+  // One frame into `dst`: false when the peer closed at a frame boundary or
+  // the run stops.
+  bool frame(char* const* dst) {
     std::uint64_t len = 0;
     std::size_t got = 0;
     auto st = r_->read_exact(&len, sizeof len, got);
     if (st == detail::fd_reader::status::interrupted) return false;
     if (st == detail::fd_reader::status::eof) {
       if (got == 0) return false;  // closed at a record boundary: end of stream
-      throw error(e_.who + ": the peer disconnected inside the length of record " + std::to_string(b.seq()) + " (" +
+      throw error(e_.who + ": the peer disconnected inside the length of record " + std::to_string(frames_) + " (" +
                   std::to_string(got) + " of 8 bytes)");
     }
     if (len != l_.bytes())
-      throw error(e_.who + ": record " + std::to_string(b.seq()) + " announces " + std::to_string(len) +
+      throw error(e_.who + ": record " + std::to_string(frames_) + " announces " + std::to_string(len) +
                   " bytes, the layout " + l_.str() + " has " + std::to_string(l_.bytes()));
-    detail::record_read rr = detail::read_record(*r_, l_, b);
-    if (rr.st == detail::fd_reader::status::ok) return true;
+    detail::record_read rr = detail::read_record(*r_, l_, dst);
+    if (rr.st == detail::fd_reader::status::ok) return ++frames_, true;
     if (rr.st == detail::fd_reader::status::interrupted) return false;
-    throw error(e_.who + ": the peer disconnected inside record " + std::to_string(b.seq()) + " (" +
+    throw error(e_.who + ": the peer disconnected inside record " + std::to_string(frames_) + " (" +
                 std::to_string(rr.got) + " of " + std::to_string(l_.bytes()) + " bytes)");
   }
-  std::string label() const override { return "source(" + e_.who + ")"; }
-  bool blocking() const override { return true; }
 
- private:
+  std::size_t per_unit_ = 1;
+  std::uint64_t frames_ = 0;  // records read
   record_layout l_;
   tcp_end e_;
   detail::unique_fd conn_;
@@ -268,11 +280,11 @@ class tcp_sink final : public sinew::detail::sink_impl {
 }  // namespace
 
 sinew::source tcp_listen(std::string host, std::uint16_t port, record_layout layout,
-                         std::shared_ptr<std::atomic<int>> bound_port) {
-  return sinew::source(std::make_shared<tcp_source>(std::move(host), port, std::move(layout), true, bound_port));
+                         std::shared_ptr<std::atomic<int>> bound_port, batching b) {
+  return sinew::source(std::make_shared<tcp_source>(std::move(host), port, std::move(layout), true, bound_port, b));
 }
-sinew::source tcp_connect(std::string host, std::uint16_t port, record_layout layout) {
-  return sinew::source(std::make_shared<tcp_source>(std::move(host), port, std::move(layout), false, nullptr));
+sinew::source tcp_connect(std::string host, std::uint16_t port, record_layout layout, batching b) {
+  return sinew::source(std::make_shared<tcp_source>(std::move(host), port, std::move(layout), false, nullptr, b));
 }
 sinew::sink tcp_connect_sink(std::string host, std::uint16_t port) {
   return sinew::sink(std::make_shared<tcp_sink>(std::move(host), port, false, nullptr));

@@ -29,23 +29,25 @@
 #include <sinew/io/record_layout.hpp>
 #include <sinew/engine/sink.hpp>
 #include <sinew/engine/source.hpp>
+#include <sinew/io/batching.hpp>
 
 namespace sinew::io {
 
 /// Listens on host:port (bound when called: errors are thrown here, and a
 /// port of 0 picks a free one, stored into `*bound_port` if given), accepts
 /// one connection when the run starts and reads records from it. Host ""
-/// or "*" = every interface.
+/// or "*" = every interface. Frames become record batches where the graph
+/// allows it (batching.hpp).
 sinew::source tcp_listen(std::string host, std::uint16_t port, record_layout layout,
-                         std::shared_ptr<std::atomic<int>> bound_port = nullptr);
+                         std::shared_ptr<std::atomic<int>> bound_port = nullptr, batching b = {});
 /// Connects to host:port when the run starts and reads records.
-sinew::source tcp_connect(std::string host, std::uint16_t port, record_layout layout);
+sinew::source tcp_connect(std::string host, std::uint16_t port, record_layout layout, batching b = {});
 
 /// Connects to host:port when the run starts (in `graph::run`, which throws
-/// naming the endpoint if it fails) and sends every unit.
+/// naming the endpoint if it fails) and sends every record, a frame each.
 sinew::sink tcp_connect_sink(std::string host, std::uint16_t port);
 /// Listens on host:port (bound when called; `*bound_port` as above), accepts
-/// one peer at the first unit (or at end of stream) and sends every unit.
+/// one peer at the first unit (or at end of stream) and sends every record.
 sinew::sink tcp_listen_sink(std::string host, std::uint16_t port,
                             std::shared_ptr<std::atomic<int>> bound_port = nullptr);
 

@@ -80,7 +80,7 @@ struct leaf_sig {
       if (roles[i] == role::index || roles[i] == role::chunk || roles[i] == role::record) return false;  // only first
     return !(in_place && n_out > 0);
   }
-  static_assert(valid(), "leaf functor: sinew::index/sinew::chunk may only be the first parameter, "
+  static_assert(valid(), "leaf functor: sinew::index/sinew::chunk/sinew::record may only be the first parameter, "
                          "and a leaf is either in place (T& / inout) or writes outputs (T* / out)");
 
   template <std::size_t... I>
