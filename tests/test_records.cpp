@@ -637,6 +637,32 @@ TEST_CASE("records fixed-size records of two buffers keep their file format", "[
   }
 }
 
+TEST_CASE("records one-buffer records are read straight into batches and a partial one fails last", "[records]") {
+  // Records of one buffer and at most the read buffer's size are read
+  // straight into the batch (no copy): whole records in order, batches as
+  // large as allowed, the bytes of a partial last record kept for the error.
+  temp_dir d;
+  const std::string in = d.file("in.bin"), out = d.file("out.bin");
+  constexpr std::size_t n = 5000, rec = 64;
+  std::vector<std::uint8_t> data(n * rec + rec / 2);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::uint8_t(i * 31 + i / 7);
+  write_bytes(in, data.data(), data.size());
+  graph g(map<upper>());
+  io::batching b;
+  // 1000 records: 64,000 bytes, under the 64 KiB read buffer (copied from it); 3000: read straight in
+  for (std::size_t per : {std::size_t(1000), std::size_t(3000)}) {
+    INFO(per);
+    b.records = per;
+    auto f = g.run(io::read_file(in, io::record_layout::of<std::uint8_t>(shape::d1(rec)), b), io::write_file(out));
+    CHECK_THROWS_WITH(f.get(), Catch::Contains("byte offset " + std::to_string(n * rec)) && Catch::Contains("32 of 64 bytes"));
+    CHECK(f.stats().records_out == n);
+    CHECK(f.stats().units_out == (n + per - 1) / per);
+    std::vector<unsigned char> want(data.begin(), data.begin() + std::ptrdiff_t(n * rec));
+    for (auto& c : want) c = upper_byte(c);
+    CHECK(file_bytes(out) == want);
+  }
+}
+
 TEST_CASE("records a truncated file fails after its whole records were delivered", "[records]") {
   temp_dir d;
   const std::string in = d.file("in.bin"), out = d.file("out.bin");

@@ -51,22 +51,23 @@ class lines_source final : public detail::io_source {
   bool produce_batch(unit_builder& b) {
     const batching& o = batch();
     buffer_pool& pool = buffer_pool::global();
-    buffer_ref data = pool.acquire<std::uint8_t>(o.bytes), offs = pool.acquire<std::uint64_t>(o.records + 1);
+    // copy_slack past the batch's bytes: short lines are copied 16 bytes at a time.
+    buffer_ref data = pool.acquire<std::uint8_t>(o.bytes + detail::copy_slack), offs = pool.acquire<std::uint64_t>(o.records + 1);
     std::uint64_t* off = offs.data<std::uint64_t>();
     std::size_t n = 0, used = 0;
     std::uint64_t deadline = 0;
     off[0] = 0;
     while (n < o.records) {
       if (n > 0) {
-        n += r_.take_buffered_lines(reinterpret_cast<char*>(data.data<std::uint8_t>()), data->count(), used, off + n + 1,
-                                    o.records - n);
+        n += r_.take_buffered_lines(reinterpret_cast<char*>(data.data<std::uint8_t>()), data->count() - detail::copy_slack,
+                                    used, off + n + 1, o.records - n);
         if (n == o.records || !r_.data_within(deadline)) break;
       }
       std::string_view line;
       if (r_.peek_line(line) != detail::fd_reader::status::ok) break;  // end, or stopped
-      if (used + line.size() > data->count()) {
+      if (used + line.size() + detail::copy_slack > data->count()) {
         if (n > 0) break;  // the line starts the next batch
-        data = pool.acquire<std::uint8_t>(line.size());
+        data = pool.acquire<std::uint8_t>(line.size() + detail::copy_slack);
       }
       std::memcpy(data.data<std::uint8_t>() + used, line.data(), line.size());
       r_.take_line();
@@ -107,7 +108,7 @@ class lines_sink final : public detail::output_sink {
       out().write(p, l.count());
       out().write("\n", 1);
     } else if (r.offsets()) {
-      out().write_lines(p, r.offsets().data<std::uint64_t>(), r.size());
+      out().write_lines(p, r.offsets().data<std::uint64_t>(), r.size(), l[0]->capacity());
     } else {
       for (std::size_t i = 0; i < r.size(); ++i) {  // fixed-size records as lines
         out().write(p + r.begin(i), r.end(i) - r.begin(i));

@@ -45,6 +45,15 @@ class record_source final : public detail::io_source {
   bool produce(unit_builder& b) override {
     return fill_records(b, l_, per_unit_, r_, [&](char* const* dst, std::size_t room) -> std::size_t {
       const std::uint64_t at = r_.offset();
+      // One buffer of small records: read straight into the batch.
+      if (l_.buffers.size() == 1 && r_.empty() && l_.bytes() <= r_.capacity() && room * l_.bytes() >= r_.capacity()) {
+        detail::fd_reader::status st;
+        if (const std::size_t k = r_.read_records(dst[0], l_.bytes(), room, st)) return read_ += k, k;
+        if (r_.empty()) {  // nothing came: the end, or stopped
+          if (st == detail::fd_reader::status::eof) check_end(0, at);
+          return 0;
+        }
+      }
       const detail::record_read rr = detail::read_record(r_, l_, dst);
       if (rr.st != detail::fd_reader::status::ok) {
         if (rr.st == detail::fd_reader::status::eof) check_end(rr.got, at);

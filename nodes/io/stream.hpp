@@ -68,6 +68,16 @@ class wake_event {
 /// (false). Throws naming `who` on a poll error.
 bool wait_ready(int fd, short events, const wake_event* wake, const std::string& who);
 
+/// Bytes a short copy may read and write past the end of what it copies.
+inline constexpr std::size_t copy_slack = 16;
+/// Copies `n` bytes; up to copy_slack as one fixed 16-byte move (no call),
+/// which reads and writes up to 16 - n bytes past both ends: the caller
+/// leaves that much room (a line's copy costs a call's worth less).
+inline void copy_short(char* d, const char* s, std::size_t n) noexcept {
+  if (n <= copy_slack) std::memcpy(d, s, copy_slack);
+  else std::memcpy(d, s, n);
+}
+
 /// Buffered, interruptible reads from a descriptor. Reads of at least the
 /// buffer's size go straight to the destination (no copy).
 class fd_reader {
@@ -83,6 +93,16 @@ class fd_reader {
   status peek_line(std::string_view& line);
   /// Consumes the line peek_line returned.
   void take_line() noexcept;
+  /// Nothing is buffered: reads of `bytes` or more are better done by
+  /// read_records.
+  bool empty() const noexcept { return pos_ == end_ && !peeked_; }
+  std::size_t capacity() const noexcept { return cap_; }
+  /// With nothing buffered: one read straight into `dst` of up to `max`
+  /// records of `size` <= capacity() bytes (waiting for the first byte, not
+  /// for all); returns the whole records read, and keeps the start of a
+  /// partial one buffered. `st`: eof or interrupted when it returns 0 with
+  /// nothing buffered.
+  std::size_t read_records(char* dst, std::size_t size, std::size_t max, status& st);
   /// Copies the whole records of `size` bytes in the read buffer (no read),
   /// at most `max`, to `dst`; returns how many.
   std::size_t take_buffered(char* dst, std::size_t size, std::size_t max) noexcept {
@@ -112,7 +132,8 @@ class fd_reader {
   std::string who_;
   const wake_event* wake_;
   bool poll_first_;  // not for regular files: always readable
-  std::vector<char> buf_;
+  std::vector<char> buf_;  // cap_ bytes, then copy_slack
+  std::size_t cap_;
   std::size_t pos_ = 0, end_ = 0;
   std::uint64_t offset_ = 0;
   // The peeked line: in buf_ at pos_ (consuming `peek_bytes_`, '\n'
@@ -133,8 +154,9 @@ class fd_writer {
   fd_writer(int fd, std::string who, const wake_event* wake = nullptr, std::size_t buffer = std::size_t(256) << 10);
   void write(const void* p, std::size_t n);
   /// Writes lines [base + off[i], base + off[i + 1]) for i < n, each
-  /// followed by '\n'.
-  void write_lines(const char* base, const std::uint64_t* off, std::size_t n);
+  /// followed by '\n'; `readable`: bytes from `base` that may be read
+  /// (short lines are copied with copy_short where it stays inside).
+  void write_lines(const char* base, const std::uint64_t* off, std::size_t n, std::size_t readable);
   void flush();
   const std::string& who() const noexcept { return who_; }
   std::uint64_t written() const noexcept { return written_; }
@@ -145,7 +167,8 @@ class fd_writer {
   std::string who_;
   const wake_event* wake_;
   bool socket_ = false, may_sigpipe_ = false;
-  std::vector<char> buf_;
+  std::vector<char> buf_;  // cap_ bytes, then copy_slack
+  std::size_t cap_;
   std::size_t used_ = 0;
   std::uint64_t written_ = 0;
 };
