@@ -266,7 +266,7 @@ TEST_CASE("records record_index describes fixed and varying records", "[records]
     CHECK(ix.begin(3) == 18);
     CHECK(ix.end(3) == 24);
     CHECK(ix.elements() == 24);
-    CHECK(ix.shape_of(2) == shape::d2(2, 3));
+    CHECK(ix.shape_of(2, shape::d2(8, 3)) == shape::d2(2, 3));
     CHECK(ix.fits(24));
     CHECK_FALSE(ix.fits(23));
     CHECK_FALSE(ix.offsets());
@@ -280,9 +280,9 @@ TEST_CASE("records record_index describes fixed and varying records", "[records]
     CHECK(ix.records() == 3);
     CHECK(ix.begin(1) == 2);
     CHECK(ix.end(1) == 2);
-    CHECK(ix.shape_of(0) == shape::d1(2));
-    CHECK(ix.shape_of(1) == shape::d1(0));
-    CHECK(ix.shape_of(2) == shape::d1(3));
+    CHECK(ix.shape_of(0, shape::d1(5)) == shape::d1(2));
+    CHECK(ix.shape_of(1, shape::d1(5)) == shape::d1(0));
+    CHECK(ix.shape_of(2, shape::d1(5)) == shape::d1(3));
     CHECK(ix.elements() == 5);
     CHECK(ix.fits(5));
     CHECK_FALSE(ix.fits(6));

@@ -36,7 +36,7 @@ class reference_leaf final : public node_impl {
         }
       }
       static layer slice(const layer& l, const record_index& r, std::size_t i) {
-        layer s(r.shape_of(i));
+        layer s(r.shape_of(i, l.shape()));
         for (unsigned b = 0; b < l.size(); ++b)
           s.add(buffer_ref::wrap_bytes(static_cast<char*>(l[b]->data()) + r.begin(i) * l[b]->type().size,
                                        r.end(i) - r.begin(i), l[b]->type()));

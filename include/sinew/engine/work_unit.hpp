@@ -185,8 +185,8 @@ class work_unit {
   bool eos_ = false;
   std::uint32_t origin_ = 0;
   std::uint64_t accepted_ns_ = 0;
-  record_index records_;
   std::uint64_t tickets_[max_ordered_depth] = {};
+  record_index records_;  // last: the fields above are what every stage reads
 };
 
 }  // namespace sinew

@@ -156,7 +156,7 @@ class map_exec final : public row_executable {
       auto body = [&](std::size_t b, std::size_t e) {
         for (std::size_t i = r0 + b; i < r0 + e; ++i) {
           const std::size_t first = ix ? ix->begin(i) : 0;
-          const shape rs = ix ? ix->shape_of(i) : in.shape();
+          const shape rs = ix ? ix->shape_of(i, in.shape()) : in.shape();
           call_record(i, first, rs, ptrs, std::make_index_sequence<S::N>{});
         }
       };
