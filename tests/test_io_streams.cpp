@@ -63,7 +63,7 @@ TEST_CASE("io read_fd and write_fd carry records through pipes", "[io][tsan]") {
   // Small records (served from the reader's buffer) and records larger than
   // it and than the pipe (read straight into the unit's buffer, written with
   // writev), through an unordered farm: the sink restores the order.
-  auto [n, len] = GENERATE(table<std::size_t, std::size_t>({{200, 100}, {6, 70000}}));
+  auto [n, len] = GENERATE(table<std::size_t, std::size_t>({{200, 100}, {6, 300000}}));
   INFO(n << " records of " << len << " i32");
   pipe_pair in, out;
   std::vector<std::int32_t> data(n * len);
@@ -147,7 +147,7 @@ TEST_CASE("io write_fd to a closed pipe reports the error instead of dying of SI
 
 TEST_CASE("io lines through a graph, empty lines included", "[io][tsan]") {
   pipe_pair in, out;
-  const std::string longest(200000, 'x');  // longer than the reader's buffer and the pipe
+  const std::string longest(1500000, 'x');  // longer than the reader's buffer and the (enlarged) pipe
   const std::string text = "alpha\n\nbeta gamma\n" + longest + "\n\n\ndelta";  // no newline at the end
   std::thread producer([&] {
     write_all(in.w, text.data(), text.size());
@@ -161,7 +161,7 @@ TEST_CASE("io lines through a graph, empty lines included", "[io][tsan]") {
   out.close_w();
   producer.join();
   consumer.join();
-  CHECK(std::string(got.begin(), got.end()) == "ALPHA\n\nBETA GAMMA\n" + std::string(200000, 'X') + "\n\n\nDELTA\n");
+  CHECK(std::string(got.begin(), got.end()) == "ALPHA\n\nBETA GAMMA\n" + std::string(1500000, 'X') + "\n\n\nDELTA\n");
   CHECK(f.stats().records_out == 7);
 }
 

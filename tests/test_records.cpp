@@ -649,8 +649,9 @@ TEST_CASE("records one-buffer records are read straight into batches and a parti
   write_bytes(in, data.data(), data.size());
   graph g(map<upper>());
   io::batching b;
-  // 1000 records: 64,000 bytes, under the 64 KiB read buffer (copied from it); 3000: read straight in
-  for (std::size_t per : {std::size_t(1000), std::size_t(3000)}) {
+  b.bytes = std::size_t(1) << 20;  // the records limit decides
+  // 1000 records: 64,000 bytes, under the 256 KiB read buffer (copied from it); 5000: read straight in
+  for (std::size_t per : {std::size_t(1000), std::size_t(5000)}) {
     INFO(per);
     b.records = per;
     auto f = g.run(io::read_file(in, io::record_layout::of<std::uint8_t>(shape::d1(rec)), b), io::write_file(out));

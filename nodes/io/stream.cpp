@@ -67,7 +67,12 @@ bool wait_ready(int fd, short events, const wake_event* wake, const std::string&
 fd_reader::fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer)
     : fd_(fd), who_(std::move(who)), wake_(wake), buf_(buffer + copy_slack), cap_(buffer) {
   struct stat st {};
-  poll_first_ = !(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode));
+  const bool ok = ::fstat(fd, &st) == 0;
+  poll_first_ = !(ok && S_ISREG(st.st_mode));
+  // A pipe of the default 64 KiB makes its writer and this reader take
+  // turns every 64 KiB; a larger one (where the system allows) lets both
+  // run. Failure is harmless.
+  if (ok && S_ISFIFO(st.st_mode)) ::fcntl(fd, F_SETPIPE_SZ, int(std::size_t(1) << 20));
 }
 
 long fd_reader::read_some(void* p, std::size_t n) {

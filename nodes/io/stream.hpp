@@ -84,7 +84,7 @@ class fd_reader {
  public:
   enum class status { ok, eof, interrupted };
   /// `who` names the stream in errors ("read_file 'x.bin'").
-  fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer = std::size_t(1) << 16);
+  fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer = std::size_t(1) << 18);
   /// Reads `n` bytes into `dst`; `got` = bytes read (< n unless ok).
   status read_exact(void* dst, std::size_t n, std::size_t& got);
   /// The next line (up to '\n', without it), left unread until take_line():
