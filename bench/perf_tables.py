@@ -465,6 +465,28 @@ def t_dag(ms):
         load_note(ms, ["dag"])
 
 
+def t_stream(ms):
+    """stream_records: MB/s of the one-thread loop and of `sinew run` from a file and from a pipe, with the
+    paired-round ratios of the RATIO lines."""
+    rows = []
+    for mc in ms:
+        b = mc.bench("stream_records")
+        if not b:
+            rows.append(pending_row(mc, 6, "stream_records"))
+            continue
+        ratios = {r["name"]: r for r in b.get("ratios", [])}
+        for kind, label in (("lines", "text lines"), ("records64", "64-byte records")):
+            cells = [mc.label, label, fmt((mc.m("stream_records", kind + " loop") or {}).get("median"))]
+            for src in ("file", "stdin"):
+                s = mc.m("stream_records", "%s sinew %s" % (kind, src))
+                r = ratios.get("stream_%s_%s" % (kind, src))
+                cells.append("%s (%s, target %s)" % (fmt(s["median"]) if s else "—",
+                                                    fmt(r["value"], 3) if r else "—", fmt(r["target"], 1) if r else "—"))
+            rows.append(cells)
+    return table(["machine", "records", "one-thread loop MB/s", "sinew run, file MB/s (ratio)",
+                  "sinew run, stdin pipe MB/s (ratio)"], rows) + load_note(ms, ["stream_records"])
+
+
 # The benchmarks of issue 7's suite, whose RATIO lines the report counts.
 SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image_pipeline", "farm_grain",
          "queue_handoff", "starpu_series", "starpu_saxpy")
@@ -498,7 +520,7 @@ def t_ratios_other(ms):
 TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
           "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
           "ratios": t_ratios, "ratios_other": t_ratios_other,
-          "dag": t_dag}
+          "dag": t_dag, "stream": t_stream}
 
 
 def main():
