@@ -86,7 +86,7 @@ run_future graph::run(named_sources srcs, named_sinks snks, std::stop_token toke
 
 run_future graph::start(std::vector<source> srcs, std::vector<sink> snks, std::stop_token token) {
   std::string whole = g_->root ? g_->root.impl()->whole_unit_leaf(g_->root.impl()->segment())
-                               : std::string("a dag (its sources make one unit per record)");
+                               : std::string("dag (record batches are for trees)");
   for (const sink& k : snks)
     if (whole.empty() && !k.impl().writes_records()) whole = k.impl().label();
   for (const source& s : srcs) s.impl().batch_for(whole);

@@ -87,7 +87,8 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
       }
       if (more && b.records().batch() && !b.records().fits(in.count()))
         throw sinew::error("a record batch of " + std::to_string(b.records().size()) + " records covers " +
-                    std::to_string(b.records().elements()) + " elements, the unit holds " + std::to_string(in.count()));
+                           std::to_string(b.records().elements()) + " elements, the unit holds " +
+                           std::to_string(in.count()));
       if (more) {  // one producer: the source
         bump(s.bytes, in.bytes(), false);
         bump(s.records, b.records().records(), false);

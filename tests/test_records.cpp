@@ -551,7 +551,7 @@ TEST_CASE("records whole-unit leaves and item sinks turn batching off", "[record
     CHECK(text_of(out) == upper_of(joined(lines)));
     CHECK_THROWS_AS(g.run(io::read_lines_file(in, always), io::write_lines_file(out)), graph_error);
     CHECK_THROWS_WITH(g.run(io::read_lines_file(in, always), io::write_lines_file(out)),
-                      Catch::Contains("whole") && Catch::Contains("told to batch"));
+                      Catch::Contains("whole") && Catch::Contains("told to make record batches"));
   }
   SECTION("an index leaf") {
     graph g(farm(map<with_position>().named("positions"), 2));
@@ -559,7 +559,7 @@ TEST_CASE("records whole-unit leaves and item sinks turn batching off", "[record
     CHECK(st.units_out == 50);
     CHECK(text_of(out) == joined(lines));
     CHECK_THROWS_WITH(g.run(io::read_lines_file(in, always), io::write_lines_file(out)),
-                      Catch::Contains("positions") && Catch::Contains("told to batch"));
+                      Catch::Contains("positions") && Catch::Contains("told to make record batches"));
   }
   SECTION("a for_each sink") {
     std::atomic<std::uint64_t> units{0}, batches{0};

@@ -411,8 +411,8 @@ void output_sink::finish() {
 void io_source::batch_for(const std::string& whole_unit_at) {
   on_ = batch_.mode == batching::when::always || (batch_.mode == batching::when::automatic && whole_unit_at.empty());
   if (batch_.mode == batching::when::always && !whole_unit_at.empty())
-    throw graph_error(whole_unit_at, label() + " is told to batch records, but this treats a unit as a whole (a batch "
-                                               "would not give the results of its records one by one)");
+    throw graph_error(whole_unit_at, label() + " is told to make record batches, but this place needs one unit per "
+                                               "record (a batch would not give the results of its records one by one)");
   if (on_ && (batch_.records == 0 || batch_.bytes == 0))
     throw graph_error(label(), "a record batch needs at least one record and one byte");
 }

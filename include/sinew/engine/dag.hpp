@@ -132,6 +132,8 @@ class dag {
   /// One vertex as added (read by graph's constructor).
   struct vertex {
     enum kind { source, tree, merge, zip, split, sink } k;
+    vertex(kind k_, std::string name_, node root_, std::vector<port> ins_, unsigned outs_ = 1)
+        : k(k_), name(std::move(name_)), root(std::move(root_)), ins(std::move(ins_)), outs(outs_) {}
     std::string name;
     node root;                    // tree
     std::vector<port> ins;
