@@ -33,3 +33,24 @@ rc=$?
 [[ $rc -eq 130 ]] || fail "SIGTERM under load: exit $rc, want 130: $(cat err.txt)"
 check_drained err.txt
 echo "ok: SIGTERM under load ($threads threads) -> $(summary_counts err.txt)"
+
+# SIGINT while a live stream of text lines waits for more (the writer keeps
+# the pipe open): the lines read so far were batched, every one of them is
+# written (reversed) before exit 130, and records_in == records_out.
+mkfifo in.fifo
+"$SINEW" run "$SRC/tests/cli/stdin_lines_reverse.json" < in.fifo > lines_out.txt 2> lines_err.txt &
+pid=$!
+exec 3> in.fifo
+seq 1 200000 >&3
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+exec 3>&-
+[[ $rc -eq 130 ]] || fail "lines: exit $rc, want 130: $(cat lines_err.txt)"
+check_drained lines_err.txt
+grep -q 'records_in=200000 records_out=200000' lines_err.txt || fail "lines: records not all through: $(cat lines_err.txt)"
+units=$(summary_counts lines_err.txt | grep -o 'units_out=[0-9]*'); units=${units#units_out=}
+[[ $units -lt 200000 ]] || fail "lines were not batched: $(cat lines_err.txt)"
+seq 1 200000 | rev | cmp -s - lines_out.txt || fail "lines: the output is not every line reversed"
+echo "ok: SIGINT on a live line stream -> $(summary_counts lines_err.txt), 200000 records"
