@@ -72,6 +72,9 @@ struct compiled_graph {
   /// Tree stages whose segment starts in place after a broadcast: they
   /// copy the shared buffers of layer 0 before writing them.
   std::vector<bool> copies_shared;
+  /// Where the graph treats a unit as a whole (empty: its sources may make
+  /// record batches; node_impl::whole_unit_leaf, dag::whole_unit_at).
+  std::string whole_unit_at;
 
   bool is_dag() const noexcept { return !root; }
   /// Concurrency of a vertex (junctions, sources and sinks are serial).

@@ -296,9 +296,23 @@ struct dag_compiler {
 
 }  // namespace
 
+std::string dag::whole_unit_at() const {
+  for (const vertex& v : v_) {
+    if (v.k == vertex::tree) {
+      if (std::string w = v.root.impl()->whole_unit_leaf(v.name); !w.empty()) return w;
+    } else if (v.k == vertex::zip) {
+      return v.name + " (a zip pairs units)";
+    } else if (v.k == vertex::split && v.key) {
+      return v.name + " (a split by key routes units)";
+    }
+  }
+  return {};
+}
+
 graph::graph(const dag& d, graph_options o) {
   auto g = std::make_shared<detail::compiled_graph>();
   g->opts = o;
+  g->whole_unit_at = d.whole_unit_at();
   dag_compiler c{d, *g, {}, {}, {}, {}, {}, {}};
   c.run();
   g_ = std::move(g);

@@ -32,6 +32,7 @@ graph::graph(node root, graph_options o) {
   g->sinks[0].channel = g->chain(0, g->stages.size(), in);
   g->copies_shared.assign(g->stages.size(), false);
   g->find_regions(0, g->stages.size());
+  g->whole_unit_at = root.impl()->whole_unit_leaf(path);
   g_ = std::move(g);
 }
 
@@ -85,8 +86,7 @@ run_future graph::run(named_sources srcs, named_sinks snks, std::stop_token toke
 }
 
 run_future graph::start(std::vector<source> srcs, std::vector<sink> snks, std::stop_token token) {
-  std::string whole = g_->root ? g_->root.impl()->whole_unit_leaf(g_->root.impl()->segment())
-                               : std::string("dag (record batches are for trees)");
+  std::string whole = g_->whole_unit_at;
   for (const sink& k : snks)
     if (whole.empty() && !k.impl().writes_records()) whole = k.impl().label();
   for (const source& s : srcs) s.impl().batch_for(whole);

@@ -103,6 +103,11 @@ struct upper {
   void operator()(std::uint8_t& c) const { c = upper_byte(c); }
 };
 
+/// The first of two zipped byte buffers.
+struct first_buffer {
+  void operator()(std::uint8_t a, std::uint8_t, std::uint8_t* o) const { *o = a; }
+};
+
 /// Per element with its position: a batch would change what it sees.
 struct with_position {
   void operator()(sinew::index, std::uint8_t& c) const { (void)c; }
@@ -831,5 +836,65 @@ TEST_CASE("records graph files batch lines of a file source", "[records][json]")
     CHECK(r.stats.units_out == 1000);
     for (auto& l : lines) std::reverse(l.begin(), l.end());
     CHECK(text_of(out) == joined(lines));
+  }
+}
+
+TEST_CASE("records a dag's sources batch where the dag allows it", "[records][dag]") {
+  temp_dir d;
+  const std::string in = d.file("in.txt"), out = d.file("out.txt");
+  std::vector<std::string> lines(3000);
+  for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = i % 40 == 0 ? std::string() : "line" + std::to_string(i * 7);
+  write_text(in, joined(lines));
+  auto up = [&] {
+    std::vector<std::string> u = lines;
+    for (auto& l : u) l = upper_of(l);
+    return joined(u);
+  };
+
+  SECTION("a source, a tree and a sink") {
+    dag g;
+    g.sink("out", g.add("up", map<upper>(), g.source("in")));
+    CHECK(g.whole_unit_at().empty());
+    graph run_g(g);
+    auto f = run_g.run({{"in", io::read_lines_file(in)}}, {{"out", io::write_lines_file(out)}});
+    f.get();
+    CHECK(f.stats().records_out == lines.size());
+    CHECK(f.stats().units_out < lines.size());
+    CHECK(text_of(out) == up());
+  }
+  SECTION("a zip pairs units: one unit a record") {
+    dag g;
+    auto src = g.source("in");
+    auto z = g.zip("both", {g.add("a", map<upper>(), src), g.add("b", map<upper>(), src)});
+    g.sink("out", g.add("first", map<first_buffer>(), z));
+    CHECK_THAT(g.whole_unit_at(), Catch::Contains("both") && Catch::Contains("zip"));
+    graph run_g(g);
+    auto f = run_g.run({{"in", io::read_lines_file(in)}}, {{"out", io::write_lines_file(out)}});
+    f.get();
+    CHECK(f.stats().units_out == lines.size());
+    CHECK(text_of(out) == up());
+    io::batching always;
+    always.mode = io::batching::when::always;
+    CHECK_THROWS_WITH(run_g.run({{"in", io::read_lines_file(in, always)}}, {{"out", io::write_lines_file(out)}}),
+                      Catch::Contains("both") && Catch::Contains("told to make record batches"));
+  }
+  SECTION("a graph file dag: a broadcast to two trees and two sinks, verified") {
+    const std::string out2 = d.file("out2.txt");
+    auto r = run_verified(R"({"sinew": 1, "name": "lines_dag",
+      "sources": {"lines": {"type": "file", "path": ")" + in + R"(", "format": "lines", "batch": {"records": 64}}},
+      "nodes": {"x": {"input": "lines", "graph": {"map": "xor"}},
+                "r": {"input": "lines", "graph": {"farm": {"map": "reverse"}, "workers": 2, "ordered": false}}},
+      "sinks": {"xored": {"input": "x", "sink": {"type": "file", "path": ")" + out + R"(", "format": "lines"}},
+                "reversed": {"input": "r", "sink": {"type": "file", "path": ")" + out2 + R"(", "format": "lines"}}}})");
+    CHECK(r.verify.ok());
+    INFO(r.verify.first);
+    CHECK(r.stats.records_in == lines.size());
+    CHECK(r.stats.records_out == 2 * lines.size());
+    CHECK(r.stats.units_in == (lines.size() + 63) / 64);
+    std::vector<std::string> x = lines, rv = lines;
+    for (auto& l : x) l = xor_of(l);
+    for (auto& l : rv) std::reverse(l.begin(), l.end());
+    CHECK(text_of(out) == joined(x));
+    CHECK(text_of(out2) == joined(rv));
   }
 }

@@ -85,6 +85,15 @@ class dag_loader {
     } catch (const graph_error& e) {
       throw json_error(root_.file(), pointer_of(e.path()), e.what());
     }
+    // Record batches: where every tree works per element or per record,
+    // no zip or split by key, and every sink writes records.
+    s_.whole_unit_at = s_.dag->whole_unit_at();
+    for (const auto& k : s_.sinks)
+      if (s_.whole_unit_at.empty() && !k.type->writes_records) s_.whole_unit_at = "sink '" + k.name + "'";
+    for (const auto& src : s_.sources)
+      if (src.plan.batch.mode == io::batching::when::always && !s_.whole_unit_at.empty())
+        srcs.at(src.name).at("batch").fail("'" + s_.whole_unit_at + "' treats a unit as a whole: a record batch "
+                                           "would not give the results of its records one by one");
   }
 
  private:
@@ -98,8 +107,6 @@ class dag_loader {
     check_name(name, c);
     const source_type_info& t = source_types().at(c);
     source_plan p = t.parse(c);
-    if (p.batch.mode == io::batching::when::always)
-      c.at("batch").fail("the sources of a dag make one unit per record (record batches are for trees)");
     flow f;
     f.types.types = p.layout.buffers;
     f.rank = p.rank ? p.rank : p.layout.shape.rank;

@@ -33,7 +33,10 @@ class dag_reference {
         throw error(f.origin() + ": --verify: split '" + v.name +
                     "' sends units where queues have room, which a sequential reference cannot follow (split by "
                     "\"key\" to verify)");
-    for (const auto& src : s.sources) replays_.push_back(src.plan.make(true));
+    for (const auto& src : s.sources) {
+      replays_.push_back(src.plan.make(true));
+      replays_.back().impl().batch_for(s.whole_unit_at);  // batches as the run's sources make them
+    }
     ended_.assign(replays_.size(), false);
     for (const ref_vertex& v : s.ref_dag)
       execs_.push_back(v.k == ref_vertex::tree ? v.ref.impl()->compile_inline("reference/" + v.name) : nullptr);
@@ -80,6 +83,7 @@ class dag_reference {
   struct item {
     std::uint32_t origin;
     layer l;
+    record_index r;  // a record batch's (zips and splits by key never see one)
   };
   using outputs = std::vector<std::vector<item>>;
 
@@ -106,13 +110,17 @@ class dag_reference {
           layer in;
           unit_builder b(in, seq, &stop_);
           if (!ended_[v.endpoint] && replays_[v.endpoint].impl().next(b))
-            o[0].push_back({std::uint32_t(v.endpoint), std::move(in)});
+            o[0].push_back({std::uint32_t(v.endpoint), std::move(in), b.records()});
           else
             ended_[v.endpoint] = true;
           break;
         }
         case ref_vertex::tree:
-          for (const item& x : input(v, 0)) o[0].push_back({x.origin, run_tree(vi, x.l, seq)});
+          for (const item& x : input(v, 0)) {
+            layer l = run_tree(vi, x.l, x.r, seq);
+            record_index r = x.r.fits(l.count()) ? x.r : record_index();
+            o[0].push_back({x.origin, std::move(l), std::move(r)});
+          }
           break;
         case ref_vertex::merge:
           for (std::size_t j = 0; j < v.ins.size(); ++j)
@@ -122,7 +130,7 @@ class dag_reference {
           bool all = true;
           for (std::size_t j = 0; j < v.ins.size(); ++j) all &= input(v, j).size() == 1;
           if (!all) break;  // the run fails on an unmatched unit itself
-          item z{input(v, 0)[0].origin, layer(input(v, 0)[0].l.shape())};
+          item z{input(v, 0)[0].origin, layer(input(v, 0)[0].l.shape()), {}};
           for (std::size_t j = 0; j < v.ins.size(); ++j)
             for (unsigned b = 0; b < input(v, j)[0].l.size(); ++b) z.l.add(input(v, j)[0].l[b]);
           o[0].push_back(std::move(z));
@@ -144,7 +152,7 @@ class dag_reference {
     return true;
   }
 
-  layer run_tree(std::size_t vi, const layer& from, std::uint64_t seq) {
+  layer run_tree(std::size_t vi, const layer& from, const record_index& r, std::uint64_t seq) {
     const detail::node_impl& ref = *s_.ref_dag[vi].ref.impl();
     // Inputs are shared by every reader of an output: an in-place tree works on a copy.
     layer in = ref.in_place() ? detail::copy_layer(from) : from;
@@ -154,7 +162,7 @@ class dag_reference {
       out = detail::make_layer(ref.output_shape(in.shape()), ref.output_types());
       outp = &out;
     }
-    detail::exec_args a{&in, outp, 1, seq, nullptr};
+    detail::exec_args a{&in, outp, 1, seq, nullptr, &r};
     execs_[vi]->execute(a);
     return *outp;
   }
@@ -189,6 +197,8 @@ class dag_verifying_sink final : public detail::sink_impl {
   }
   std::string label() const override { return "verify(" + inner_.impl().label() + ")"; }
   void interrupt() override { inner_.impl().interrupt(); }
+  bool writes_records() const override { return inner_.impl().writes_records(); }
+  void idle() override { inner_.impl().idle(); }
 
  private:
   std::shared_ptr<dag_reference> ref_;

@@ -55,6 +55,9 @@ struct graph_file_state {
     sink_factory make;
   };
   std::vector<named_sink> sinks;
+  /// Where the dag or a sink treats a unit as a whole (empty: its sources
+  /// may make record batches, and --verify's replays make the same).
+  std::string whole_unit_at;
   /// The dag's vertices in an order where each follows its inputs, with the
   /// sequential reference of each tree (--verify, dag_verifier.cpp).
   struct ref_vertex {

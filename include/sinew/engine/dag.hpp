@@ -143,6 +143,15 @@ class dag {
     bool serial = false;          // tree: a keyed farm's replica (no farm inside)
   };
   const std::vector<vertex>& vertices() const noexcept { return v_; }
+  /// Where the dag treats a unit as a whole, so that record batches
+  /// (records.hpp) would change what its sinks get: a tree's leaf that does
+  /// (node_impl::whole_unit_leaf), a zip (it pairs units) or a split by key
+  /// (it routes units). Empty when its sources may batch.
+  ///
+  /// \code
+  /// if (d.whole_unit_at().empty()) { /* read_lines(...) sources batch lines */ }
+  /// \endcode
+  std::string whole_unit_at() const;
   /// Vertex and output index of a port.
   static std::uint32_t vertex_of(port p) noexcept { return p.v_; }
   static std::uint32_t output_of(port p) noexcept { return p.k_; }
