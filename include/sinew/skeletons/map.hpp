@@ -28,14 +28,15 @@ struct map_options {
   /// Indivisible block: elements (per-element functors) or outermost indices
   /// (per-chunk functors). Chunks are multiples of it. 0 = 1.
   std::size_t grain = 0;
-  /// Units smaller than this (elements, or outermost indices for per-chunk
-  /// functors) run inline on the calling worker. 0 = twice the task size
-  /// (`min_task`, default 2048 elements / 1 index: 4096 elements / 2
-  /// indices), i.e. a unit runs inline when it cannot make two tasks.
+  /// Units smaller than this (elements, outermost indices for per-chunk
+  /// functors, records for per-record ones) run inline on the calling
+  /// worker. 0 = twice the task size (`min_task`), i.e. a unit runs inline
+  /// when it cannot make two tasks.
   std::size_t inline_below = 0;
-  /// Smallest number of elements (outermost indices for per-chunk functors)
-  /// worth a task of its own. 0 = 2048 elements / 1 index. Lower it for
-  /// costly leaves (e.g. 1 for Series, where one element is a whole integral).
+  /// Smallest number of elements (outermost indices for per-chunk functors,
+  /// records for per-record ones) worth a task of its own. 0 = 2048
+  /// elements / 1 index / 256 records. Lower it for costly leaves (e.g. 1
+  /// for Series, where one element is a whole integral).
   std::size_t min_task = 0;
 };
 
