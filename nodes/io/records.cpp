@@ -38,12 +38,8 @@ class record_source final : public detail::io_source {
       records_ = left / l_.bytes();
     }
   }
-  void batch_for(const std::string& whole_unit_at) override {
-    io_source::batch_for(whole_unit_at);
-    per_unit_ = per_unit(l_.bytes());
-  }
   bool produce(unit_builder& b) override {
-    return fill_records(b, l_, per_unit_, r_, [&](char* const* dst, std::size_t room) -> std::size_t {
+    return fill_records(b, l_, r_, [&](char* const* dst, std::size_t room) -> std::size_t {
       const std::uint64_t at = r_.offset();
       // One buffer of small records: read straight into the batch.
       if (l_.buffers.size() == 1 && r_.empty() && l_.bytes() <= r_.capacity() && room * l_.bytes() >= r_.capacity()) {
@@ -67,7 +63,8 @@ class record_source final : public detail::io_source {
   }
   std::optional<std::uint64_t> size_hint() const override {
     if (!records_) return std::nullopt;
-    return (*records_ + per_unit_ - 1) / per_unit_;
+    const std::size_t per = per_unit(l_.bytes());
+    return (*records_ + per - 1) / per;
   }
   std::string label() const override { return "source(" + who_ + ")"; }
   // Pipes, sockets and terminals may wait for data: a thread of their own.
@@ -100,7 +97,6 @@ class record_source final : public detail::io_source {
   detail::fd_reader r_;
   std::optional<std::uint64_t> records_;  // records in a regular file when opened
   std::uint64_t read_ = 0;                // records read
-  std::size_t per_unit_ = 1;              // records a unit (1: one unit per record)
   bool regular_ = false;
 };
 

@@ -305,16 +305,17 @@ class io_source : public sinew::detail::source_impl {
   /// Whether this run's units are record batches (set by batch_for).
   bool batching_on() const noexcept { return on_; }
   const batching& batch() const noexcept { return batch_; }
-  /// Fills `b` with up to `per` records of `l` read by `more(dst, room)`,
-  /// which reads the next records (at least one, at most `room`, blocking
-  /// for the first) into `dst[i]` for buffer i and returns how many: 0 at
-  /// the end of the stream (or when stopped); it throws when the stream is
-  /// broken. With `per` > 1 the unit is a record batch, closed early when no
-  /// byte arrives within the latency bound after its first record; an error
-  /// after some records delivers them first (the stream ends with it at the
-  /// next unit). False: no record.
+  /// Fills `b` with up to per_unit(l.bytes()) records of `l`, read by
+  /// `more(dst, room)`: it reads the next records (at least one, at most
+  /// `room`, blocking for the first) into `dst[i]` for buffer i and returns
+  /// how many: 0 at the end of the stream (or when stopped); it throws when
+  /// the stream is broken. Several records a unit make a record batch,
+  /// closed early when no byte arrives within the latency bound after its
+  /// first record; an error after some records delivers them first (the
+  /// stream ends with it at the next unit). False: no record.
   template <class F>
-  bool fill_records(unit_builder& b, const record_layout& l, std::size_t per, const fd_reader& r, F&& more) {
+  bool fill_records(unit_builder& b, const record_layout& l, const fd_reader& r, F&& more) {
+    const std::size_t per = per_unit(l.bytes());
     const std::size_t n = l.shape.count();
     std::vector<buffer_ref> bufs;
     char* dst[layer::max_buffers];

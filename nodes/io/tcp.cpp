@@ -153,17 +153,13 @@ class tcp_source final : public detail::io_source {
       : io_source(b), l_(std::move(l)), e_(listen ? "tcp_listen " : "tcp_connect ", std::move(host), port, listen, bound) {
     l_.check(e_.who);
   }
-  void batch_for(const std::string& whole_unit_at) override {
-    io_source::batch_for(whole_unit_at);
-    per_unit_ = per_unit(l_.bytes());
-  }
   bool produce(unit_builder& b) override {
     if (!conn_) {
       bool ok = e_.listener ? accept_one(e_.listener, conn_, &wake_, e_.who) : connect_to(e_.host, e_.port, conn_, &wake_, e_.who);
       if (!ok) return false;
       r_.emplace(conn_.get(), e_.who, &wake_);
     }
-    return fill_records(b, l_, per_unit_, *r_, [&](char* const* dst, std::size_t) { return std::size_t(frame(dst)); });
+    return fill_records(b, l_, *r_, [&](char* const* dst, std::size_t) { return std::size_t(frame(dst)); });
   }
   std::string label() const override { return "source(" + e_.who + ")"; }
   bool blocking() const override { return true; }
@@ -191,7 +187,6 @@ class tcp_source final : public detail::io_source {
                 std::to_string(rr.got) + " of " + std::to_string(l_.bytes()) + " bytes)");
   }
 
-  std::size_t per_unit_ = 1;
   std::uint64_t frames_ = 0;  // records read
   record_layout l_;
   tcp_end e_;
