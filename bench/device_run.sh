@@ -109,16 +109,14 @@ case "$mode" in
     one mir_suite 150 ./sinew-bench mir_suite  # 53 s quiet (60 rounds for Map and Reduction since a8b7991), 73 s on a busy host
     one numa_sim 40 ./sinew-bench numa_sim
     one group_leaves 60 ./sinew-bench group_leaves ;;
-  e2e)  # issue 7: every 16-core number of docs/performance.md but pipeline_overhead (mode pipeline), < 8 min.
+  e2e)  # issue 7: every 16-core number of docs/performance.md but farm_grain and pipeline_overhead (mode pipeline), < 8 min.
     machine
     # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
     # peak_flops before nbody: its notes compare with the measured peak.
-    # farm_grain's full sweep did not end in 50 s (16 runs of 3 grains x 2
-    # runtimes x 5 core counts), so --quick; queue_handoff full size (10^7
-    # items). Timeouts add up to 570 s.
+    # farm_grain runs at full size in mode pipeline; queue_handoff full size
+    # (10^7 items). Timeouts add up to 480 s.
     one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
     one e2e-image_pipeline 110 ./sinew-bench image_pipeline
-    one e2e-farm_grain 90 ./sinew-bench farm_grain --quick
     one e2e-queue 120 ./sinew-bench queue_handoff
     [ -x ./sinew-bench-starpu ] && one e2e-starpu 120 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
@@ -137,8 +135,9 @@ case "$mode" in
     one sched_spawn 45 ./sinew-bench sched_spawn --quick
     one task_graphs 120 ./sinew-bench task_graphs
     one algorithms 240 ./sinew-bench algorithms ;;
-  pipeline)  # pipeline_overhead at full size: about 200 s on 16 cores
+  pipeline)  # issue 20, the per-unit path at full size: farm_grain (about 60 s on 16 cores), pipeline_overhead (about 200 s)
     machine
+    one e2e-farm_grain 150 ./sinew-bench farm_grain
     one pipeline_overhead 400 ./sinew-bench pipeline_overhead ;;
   dag)  # sinew::dag vs oneTBB flow graphs at full size: 100-130 s on 16 cores
     machine

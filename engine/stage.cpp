@@ -38,13 +38,17 @@ void stage_rt::hint() {
 }
 
 bool stage_rt::enough_running(unsigned a) const noexcept {
-  // A cheap concurrent stage (a farm of fine-grained units) adds a replica
-  // only when more units wait than replicas run: the running ones loop and
-  // take them, and one more would cost a task and a worker's wake-up for a
-  // unit that is done sooner than that. Its queue then grows while the
-  // replicas cannot keep up, which adds them one by one. Costly stages (and
-  // stages whose cost is not known yet) start one per unit at once.
-  return a > 0 && max_active > 1 && in && cheap() && in->size_now() <= a;
+  // A concurrent stage adds a replica only when its queued units would wait
+  // for the running ones (queued x cost per unit / running) longer than a
+  // new replica takes to start (a task and a worker's wake-up, about
+  // replica_start_ns). A farm of fine-grained units grows one replica at a
+  // time as its queue grows instead of starting a task per unit, and, when
+  // its source is slower than its replicas, keeps a few busy rather than
+  // starting and ending one per unit; costly units (and units of unknown
+  // cost) get a replica each at once.
+  if (a == 0 || max_active == 1 || !in) return false;
+  const std::uint64_t cost = unit_cost_ns.load(std::memory_order_relaxed);
+  return std::uint64_t(in->size_now()) * cost <= std::uint64_t(a) * replica_start_ns;
 }
 
 stage_rt* stage_rt::leave() {
