@@ -1,6 +1,8 @@
 #pragma once
 // Internal: what the calling thread is running, for code that is handed no
 // stage (add_stage_counter, a map's parallel_for through stage_scheduler).
+// Read and written for every unit: initial-exec TLS, a direct access
+// instead of a __tls_get_addr call (libsinew_core is linked, not dlopened).
 #include <cstdint>
 
 namespace sinew {
@@ -12,12 +14,12 @@ namespace sinew::detail {
 struct stage_rt;
 
 /// The stage this thread is running (add_stage_counter adds to it).
-inline thread_local stage_rt* tl_stage = nullptr;
+[[gnu::tls_model("initial-exec")]] inline thread_local stage_rt* tl_stage = nullptr;
 /// Traced runs only: the unit this thread is processing (chunk events name it).
-inline thread_local std::uint64_t tl_seq = 0;
+[[gnu::tls_model("initial-exec")]] inline thread_local std::uint64_t tl_seq = 0;
 /// The input layer of the unit this thread's stage is processing: a map's
 /// parallel_for passes its buffers' placement to the scheduler.
-inline thread_local const layer* tl_in = nullptr;
+[[gnu::tls_model("initial-exec")]] inline thread_local const layer* tl_in = nullptr;
 
 /// Sets tl_stage for a scope (restores the outer value: stages nest when a
 /// worker runs another stage's chunk while waiting).

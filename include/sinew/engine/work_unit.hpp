@@ -65,13 +65,9 @@ class layer {
   /// \endcode
   template <class T, unsigned Rank = 1>
   view<T, Rank> get(unsigned i) const {
-    if (i >= n_)
-      throw error("buffer " + std::to_string(i) + " does not exist (layer has " + std::to_string(n_) + ")");
-    const buffer_ref& b = bufs_[i];
-    if (b->type().size != sizeof(T))
-      throw error("buffer " + std::to_string(i) + " holds " + std::to_string(b->type().size) +
-                  "-byte elements, view wants " + std::to_string(sizeof(T)));
-    return view<T, Rank>(b.template data<std::remove_const_t<T>>(), shape_);
+    if (i >= n_ || bufs_[i]->type().size != sizeof(T)) [[unlikely]]
+      bad_get(i, sizeof(T));
+    return view<T, Rank>(bufs_[i].template data<std::remove_const_t<T>>(), shape_);
   }
   /// Bytes of data held by the layer's buffers.
   std::size_t bytes() const noexcept {
@@ -81,6 +77,14 @@ class layer {
   }
 
  private:
+  // Out of line and cold, so that get() inlines to a compare and a load.
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_get(unsigned i, std::size_t elem_size) const {
+    if (i >= n_)
+      throw error("buffer " + std::to_string(i) + " does not exist (layer has " + std::to_string(n_) + ")");
+    throw error("buffer " + std::to_string(i) + " holds " + std::to_string(bufs_[i]->type().size) +
+                "-byte elements, view wants " + std::to_string(elem_size));
+  }
+
   sinew::shape shape_{};
   unsigned n_ = 0;
   buffer_ref bufs_[max_buffers];
@@ -174,9 +178,13 @@ class work_unit {
 
  private:
   void check_depth(std::size_t k) const {
-    if (k >= layers_.size())
-      throw error("the unit has " + std::to_string(layers_.size()) + " layer(s); layer " + std::to_string(k) +
-                  " does not exist");
+    if (k >= layers_.size()) [[unlikely]]
+      bad_depth(k);
+  }
+  // Out of line and cold, so that at(), in() and out() inline.
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_depth(std::size_t k) const {
+    throw error("the unit has " + std::to_string(layers_.size()) + " layer(s); layer " + std::to_string(k) +
+                " does not exist");
   }
 
   std::vector<layer> layers_;  // back() is layer 0

@@ -167,20 +167,19 @@ class map_exec final : public row_executable {
       const shape& dom = S::in_place ? in.shape() : out.shape();
       std::size_t rows = std::min(re, dom.ext[0]);
       std::size_t r0 = std::min(rb, rows), n = rows - r0;
-      std::size_t inner = dom.inner() ? dom.inner() : 1;
-      std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
       std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 1;
       std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       auto body = [&](std::size_t b, std::size_t e) {
         call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      std::size_t inner = dom.inner() ? dom.inner() : 1;
+      std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
       return split(a, n, g, mt, body);
     } else {
       std::size_t inner = in.shape().inner();
       std::size_t rows = std::min(re, in.shape().ext[0]);
       std::size_t e0 = std::min(rb, rows) * inner, n = rows * inner - e0;
-      std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);
       std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 2048;
       std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       const shape* shp = &in.shape();
@@ -188,6 +187,7 @@ class map_exec final : public row_executable {
         run_elems(e0 + b, e0 + e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);  // only a split needs it
       return split(a, n, g, mt, body);
     }
   }
