@@ -13,6 +13,7 @@
 #include "counters.hpp"
 #include "junction.hpp"
 #include "ordered_region.hpp"
+#include "replica_rule.hpp"
 #include "run_state.hpp"
 #include "stage_context.hpp"
 
@@ -38,17 +39,7 @@ void stage_rt::hint() {
 }
 
 bool stage_rt::enough_running(unsigned a) const noexcept {
-  // A concurrent stage adds a replica only when its queued units would wait
-  // for the running ones (queued x cost per unit / running) longer than a
-  // new one takes to start (a task and a worker's wake-up, about
-  // replica_start_ns), and always when more units wait than replicas run.
-  // A farm of fine-grained units grows one replica at a time as its queue
-  // grows instead of starting a task per unit; when its source is slower
-  // than its replicas a few stay busy, rather than one starting and ending
-  // per unit; costly units (and units of unknown cost) get a replica each.
-  if (a == 0 || max_active == 1 || !in) return false;
-  const std::uint64_t cost = std::max(unit_cost_ns.load(std::memory_order_relaxed), replica_start_ns);
-  return std::uint64_t(in->size_now()) * cost <= std::uint64_t(a) * replica_start_ns;
+  return max_active > 1 && in && enough_replicas(in->size_now(), unit_cost_ns.load(std::memory_order_relaxed), a);
 }
 
 stage_rt* stage_rt::leave() {

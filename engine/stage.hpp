@@ -70,9 +70,6 @@ struct stage_rt {
   /// Below this per-unit cost a stage defers waking its consumer to the end
   /// of its activation (see process()).
   static constexpr std::uint32_t defer_below_ns = 2000;
-  /// About what starting another activation of a concurrent stage costs (a
-  /// task and a worker's wake-up); see enough_running().
-  static constexpr std::uint32_t replica_start_ns = 2000;
   bool cheap() const noexcept { return unit_cost_ns.load(std::memory_order_relaxed) < defer_below_ns; }
   /// Adds busy time since t0; returns the time now.
   std::uint64_t account(std::uint64_t t0, unsigned units_done);
@@ -90,7 +87,7 @@ struct stage_rt {
   void notify();
   /// notify() unless the stage is visibly running (no fence).
   void hint();
-  /// With `a` activations running, none more is needed now (see stage.cpp).
+  /// With `a` activations running, none more is needed now (replica_rule.hpp).
   bool enough_running(unsigned a) const noexcept;
   void spawn();
   static void run_chain(stage_rt* s);

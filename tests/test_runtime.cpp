@@ -13,6 +13,8 @@
 
 #include "test_common.hpp"
 
+#include "../engine/replica_rule.hpp"  // the farm replica rule, a pure function
+
 using namespace sinew;
 using namespace sinew_test;
 
@@ -448,6 +450,30 @@ TEST_CASE("ordered farm of a pipeline with uneven work and small queues", "[runt
     CHECK(seen.size() == items.size());
     CHECK(std::is_sorted(seen.begin(), seen.end()));
   }
+}
+
+TEST_CASE("a farm starts another replica only when its queued units would wait longer than one takes to start",
+          "[runtime]") {
+  using sinew::detail::enough_replicas;
+  // Nothing running: always start one.
+  CHECK_FALSE(enough_replicas(0, 100, 0));
+  CHECK_FALSE(enough_replicas(1, 5000, 0));
+  // Cost not known yet (the first units): a replica per queued unit.
+  CHECK_FALSE(enough_replicas(1, UINT32_MAX, 15));
+  CHECK(enough_replicas(0, UINT32_MAX, 3));
+  // Fine-grained units (under 2 us): a replica more once more units wait
+  // than replicas run.
+  CHECK(enough_replicas(4, 500, 4));
+  CHECK_FALSE(enough_replicas(5, 500, 4));
+  // 5 us units: 2 queued behind 5 running wait 2 us, 3 wait 3 us.
+  CHECK(enough_replicas(2, 5000, 5));
+  CHECK_FALSE(enough_replicas(3, 5000, 5));
+  // A source slower than 16 replicas of 5 us units keeps a queue of one or
+  // two: the running replicas take them, no task per unit.
+  CHECK(enough_replicas(1, 5000, 3));
+  // Costly units: any queued unit starts a replica.
+  CHECK_FALSE(enough_replicas(1, 50000, 16));
+  CHECK_FALSE(enough_replicas(1, 1000000000, 64));
 }
 
 TEST_CASE("a farm behind a cheap stage runs its replicas at once", "[runtime]") {
