@@ -15,6 +15,7 @@
 
 #include "graph_file_state.hpp"
 #include "json_cursor.hpp"
+#include "record_fields.hpp"
 #include "tree_builder.hpp"
 
 namespace sinew::detail {
@@ -90,10 +91,7 @@ class dag_loader {
     s_.whole_unit_at = s_.dag->whole_unit_at();
     for (const auto& k : s_.sinks)
       if (s_.whole_unit_at.empty() && !k.type->writes_records) s_.whole_unit_at = "sink '" + k.name + "'";
-    for (const auto& src : s_.sources)
-      if (src.plan.batch.mode == io::batching::when::always && !s_.whole_unit_at.empty())
-        srcs.at(src.name).at("batch").fail("'" + s_.whole_unit_at + "' treats a unit as a whole: a record batch "
-                                           "would not give the results of its records one by one");
+    for (const auto& src : s_.sources) check_batching(srcs.at(src.name), src.plan.batch, s_.whole_unit_at);
   }
 
  private:

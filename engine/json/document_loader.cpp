@@ -85,14 +85,9 @@ void load_document(graph_file_state& s) {
   } catch (const graph_error& e) {
     root.at("graph").fail(e.what());
   }
-  if (s.source.batch.mode == io::batching::when::always) {
-    const std::string whole = s.root.impl()->whole_unit_leaf(s.root.impl()->segment());
-    if (!whole.empty())
-      src.at("batch").fail("'" + whole + "' treats a unit as a whole: a record batch would not give the results of "
-                           "its records one by one");
-    if (!s.sink_type->writes_records)
-      src.at("batch").fail("a " + s.sink_type->name + " sink takes units, not records");
-  }
+  check_batching(src, s.source.batch, s.root.impl()->whole_unit_leaf(s.root.impl()->segment()));
+  if (s.source.batch.mode == io::batching::when::always && !s.sink_type->writes_records)
+    src.at("batch").fail("a " + s.sink_type->name + " sink takes units, not records");
 }
 
 }  // namespace sinew::detail

@@ -84,6 +84,12 @@ io::batching batching_at(const json_cursor& c) {
   return b;
 }
 
+void check_batching(const json_cursor& source, const io::batching& b, const std::string& whole_unit_at) {
+  if (b.mode == io::batching::when::always && !whole_unit_at.empty())
+    source.at("batch").fail("'" + whole_unit_at + "' treats a unit as a whole: a record batch would not give the "
+                            "results of its records one by one");
+}
+
 bool path_exists(const std::string& path, bool dir) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return false;

@@ -25,6 +25,10 @@ std::uint16_t port_at(const json_cursor& c);
 /// default, batching where the graph allows it; false: one unit per record;
 /// true or {"records", "bytes", "latency_ms"}: batches, required).
 io::batching batching_at(const json_cursor& c);
+/// A source with "batch": true (`b`) in a graph that treats a unit as a
+/// whole at `whole_unit_at` (a leaf, zip, split by key or sink; empty: none)
+/// fails at the source's "batch" field, naming that place.
+void check_batching(const json_cursor& source, const io::batching& b, const std::string& whole_unit_at);
 /// True if `path` names an existing directory (`dir`) or regular file.
 bool path_exists(const std::string& path, bool dir);
 

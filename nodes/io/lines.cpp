@@ -52,7 +52,8 @@ class lines_source final : public detail::io_source {
     const batching& o = batch();
     buffer_pool& pool = buffer_pool::global();
     // copy_slack past the batch's bytes: short lines are copied 16 bytes at a time.
-    buffer_ref data = pool.acquire<std::uint8_t>(o.bytes + detail::copy_slack), offs = pool.acquire<std::uint64_t>(o.records + 1);
+    buffer_ref data = pool.acquire<std::uint8_t>(o.bytes + detail::copy_slack);
+    buffer_ref offs = pool.acquire<std::uint64_t>(o.records + 1);
     std::uint64_t* off = offs.data<std::uint64_t>();
     std::size_t n = 0, used = 0;
     std::uint64_t deadline = 0;
