@@ -98,23 +98,39 @@ void register_builtin_sources(source_registry& r) {
          }});
 
   r.add({.name = "file",
-         .fields = {"path", "format", "buffers", "shape", "batch"},
+         .fields = {"path", "format", "buffers", "shape", "batch", "follow", "idle_timeout", "from"},
          .required = {"path"},
          .live_input = "",
          .parse = [](const json_cursor& c) {
            source_plan p;
            std::string path = c.at("path").as_string();
-           if (!path_exists(path, false)) c.at("path").fail("no such file: '" + path + "'");
            p.batch = batching_at(c);
+           const bool follow = c.get_bool("follow", false);
+           io::follow_options f;
+           if (follow) {
+             p.live_input = "a followed file";
+             f.idle_timeout = std::chrono::milliseconds(std::uint64_t(c.get_number("idle_timeout", 0, 0, 1e9) * 1000));
+             f.from_end = c.has("from") && c.at("from").as_choice({"start", "end"}) == "end";
+           } else {
+             for (const char* k : {"idle_timeout", "from"})
+               if (c.has(k)) c.at(k).fail("\"" + std::string(k) + "\" applies to a followed file (\"follow\": true)");
+             if (!path_exists(path, false)) c.at("path").fail("no such file: '" + path + "'");
+           }
            if (lines_format(c)) {
              p.layout = io::record_layout::of<std::uint8_t>(shape::d1(1));
              p.rank = 1;
-             p.make = [path, b = p.batch](bool) { return io::read_lines_file(path, b); };
+             p.make = [path, b = p.batch, follow, f](bool) {
+               return follow ? io::follow_lines_file(path, f, b) : io::read_lines_file(path, b);
+             };
              return p;
            }
            c.required("buffers");
            c.required("shape");
            p.layout = layout_at(c, false);
+           if (follow) {
+             p.make = [path, l = p.layout, b = p.batch, f](bool) { return io::follow_file(path, l, f, b); };
+             return p;
+           }
            struct stat st {};
            ::stat(path.c_str(), &st);
            if (std::uint64_t(st.st_size) % p.layout.bytes() != 0)

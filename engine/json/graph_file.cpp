@@ -87,9 +87,9 @@ std::optional<std::uint64_t> graph_file::unit_count() const {
 }
 
 bool graph_file::replayable() const {
-  if (!s_->dag) return s_->source_type->live_input.empty();
+  if (!s_->dag) return s_->source_type->live_input.empty() && s_->source.live_input.empty();
   for (const auto& x : s_->sources)
-    if (!x.type->live_input.empty()) return false;
+    if (!x.type->live_input.empty() || !x.plan.live_input.empty()) return false;
   return true;
 }
 

@@ -39,6 +39,9 @@ struct source_plan {
   /// How it groups records into units ("batch"); `when::always` makes the
   /// loader check that the graph allows record batches.
   io::batching batch = io::batching::off();
+  /// What this source reads that cannot be read twice, when its fields make
+  /// it live though its type is not (a followed file); see source_type_info.
+  std::string live_input;
   /// A new source from the beginning of the stream; `replay` is --verify's
   /// second instance, which needs the same units but not the same pacing.
   std::function<source(bool replay)> make;

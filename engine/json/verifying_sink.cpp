@@ -25,7 +25,7 @@ class verifying_sink_impl final : public detail::sink_impl {
     if (!f.replayable())
       throw error(f.origin() + ": --verify needs a source that can be read twice (" +
                   detail::comma_list(graph_file::replayable_source_types()) + "); this file reads from " +
-                  s.source_type->live_input);
+                  (s.source.live_input.empty() ? s.source_type->live_input : s.source.live_input));
     replay_ = s.source.make(true);
     ref_ = f.reference_root();
     exec_ = ref_.impl()->compile_inline("reference");

@@ -1,7 +1,8 @@
 #pragma once
 /// \file io.hpp
 /// Stream sources and sinks: a synthetic generator, binary record files and
-/// pipes, text lines, PPM image directories, TCP, and a checksum sink.
+/// pipes, followed files, text lines, PPM image directories, TCP, and a
+/// checksum sink.
 /// Formats and error cases: docs/io.md.
 ///
 /// \code
@@ -12,6 +13,7 @@
 /// \endcode
 #include <sinew/io/batching.hpp>
 #include <sinew/io/checksum.hpp>
+#include <sinew/io/follow.hpp>
 #include <sinew/io/generator.hpp>
 #include <sinew/io/lines.hpp>
 #include <sinew/io/ppm.hpp>

@@ -11,6 +11,7 @@
 #include <sinew/detail/clock.hpp>
 #include <sinew/engine/buffer_pool.hpp>
 
+#include "followed_file.hpp"
 #include "stream.hpp"
 
 namespace sinew::io {
@@ -28,6 +29,9 @@ class lines_source final : public detail::io_source {
  public:
   lines_source(detail::unique_fd owned, int fd, std::string who, batching b)
       : io_source(b), owned_(std::move(owned)), who_(std::move(who)), r_(fd, who_, &wake_), regular_(regular_file(fd)) {}
+  lines_source(const std::string& path, follow_options f, std::string who, batching b)
+      : io_source(b), who_(std::move(who)), follow_(std::make_unique<detail::followed_file>(path, who_, &wake_, f)),
+        r_(*follow_, who_, &wake_), regular_(false) {}
   bool produce(unit_builder& b) override { return batching_on() ? produce_batch(b) : produce_one(b); }
   std::string label() const override { return "source(" + who_ + ")"; }
   // A pipe or a terminal may wait for data: a thread of its own; a regular
@@ -87,8 +91,9 @@ class lines_source final : public detail::io_source {
 
   detail::unique_fd owned_;
   std::string who_;
+  std::unique_ptr<detail::followed_file> follow_;  // before r_, which reads it
   detail::fd_reader r_;
-  bool regular_;
+  bool regular_;  // read in a task: a regular file, not followed
 };
 
 // Each record (line) of buffer 0, then '\n'.
@@ -133,6 +138,11 @@ sinew::source read_lines_file(std::string path, batching b) {
   if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) throw error(who + ": is a directory");
   const int raw = fd.get();
   return sinew::source(std::make_shared<lines_source>(std::move(fd), raw, std::move(who), b));
+}
+
+sinew::source follow_lines_file(std::string path, follow_options f, batching b) {
+  std::string who = "follow_lines_file '" + path + "'";
+  return sinew::source(std::make_shared<lines_source>(path, f, std::move(who), b));
 }
 
 sinew::sink write_lines(int fd) { return sinew::sink(std::make_shared<lines_sink>(std::string(), fd, fd_label("write_lines", fd))); }

@@ -11,6 +11,7 @@
 #include <sinew/detail/clock.hpp>
 #include <sinew/engine/buffer_pool.hpp>
 
+#include "followed_file.hpp"
 #include "stream.hpp"
 
 namespace sinew::io {
@@ -24,9 +25,15 @@ std::string fd_name(int fd) {
   return "descriptor " + std::to_string(fd);
 }
 
-// Reads records from a descriptor it may own (files) or borrow (pipes).
+// Reads records from a descriptor it may own (files) or borrow (pipes), or
+// from a followed file.
 class record_source final : public detail::io_source {
  public:
+  record_source(const std::string& path, follow_options f, std::string who, record_layout l, batching b)
+      : io_source(b), who_(std::move(who)), l_(std::move(l)),
+        follow_(std::make_unique<detail::followed_file>(path, who_, &wake_, f)), r_(*follow_, who_, &wake_) {
+    l_.check(who_);
+  }
   record_source(detail::unique_fd owned, int fd, std::string who, record_layout l, batching b)
       : io_source(b), owned_(std::move(owned)), who_(std::move(who)), l_(std::move(l)), r_(fd, who_, &wake_) {
     l_.check(who_);
@@ -94,6 +101,7 @@ class record_source final : public detail::io_source {
   detail::unique_fd owned_;
   std::string who_;
   record_layout l_;
+  std::unique_ptr<detail::followed_file> follow_;  // before r_, which reads it
   detail::fd_reader r_;
   std::optional<std::uint64_t> records_;  // records in a regular file when opened
   std::uint64_t read_ = 0;                // records read
@@ -119,6 +127,11 @@ sinew::source read_file(std::string path, record_layout layout, batching b) {
   if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) throw error(who + ": is a directory");
   int raw = fd.get();
   return sinew::source(std::make_shared<record_source>(std::move(fd), raw, std::move(who), std::move(layout), b));
+}
+
+sinew::source follow_file(std::string path, record_layout layout, follow_options f, batching b) {
+  std::string who = "follow_file '" + path + "'";
+  return sinew::source(std::make_shared<record_source>(path, f, std::move(who), std::move(layout), b));
 }
 
 sinew::source read_fd(int fd, record_layout layout, batching b) {

@@ -1,6 +1,8 @@
 // Descriptor plumbing shared by the sinew::io sources and sinks.
 #include "stream.hpp"
 
+#include "followed_file.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -75,7 +77,11 @@ fd_reader::fd_reader(int fd, std::string who, const wake_event* wake, std::size_
   if (ok && S_ISFIFO(st.st_mode)) ::fcntl(fd, F_SETPIPE_SZ, int(std::size_t(1) << 20));
 }
 
+fd_reader::fd_reader(followed_file& f, std::string who, const wake_event* wake, std::size_t buffer)
+    : fd_(-1), follow_(&f), who_(std::move(who)), wake_(wake), poll_first_(false), buf_(buffer + copy_slack), cap_(buffer) {}
+
 long fd_reader::read_some(void* p, std::size_t n) {
+  if (follow_) return follow_->read(p, n);
   for (;;) {
     if (poll_first_ && !wait_ready(fd_, POLLIN, wake_, who_)) return -1;
     if (wake_ && wake_->signalled()) return -1;
@@ -232,7 +238,9 @@ std::size_t fd_reader::take_buffered_lines(char* dst, std::size_t cap, std::size
 }
 
 bool fd_reader::data_within(std::uint64_t deadline_ns) const {
-  if (pos_ < end_ || peeked_ || !poll_first_) return true;
+  if (pos_ < end_ || peeked_) return true;
+  if (follow_) return follow_->data_within(deadline_ns);
+  if (!poll_first_) return true;
   for (;;) {
     if (wake_ && wake_->signalled()) return true;
     const std::uint64_t now = sinew::detail::now_ns();

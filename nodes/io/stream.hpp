@@ -78,13 +78,18 @@ inline void copy_short(char* d, const char* s, std::size_t n) noexcept {
   else std::memcpy(d, s, n);
 }
 
-/// Buffered, interruptible reads from a descriptor. Reads of at least the
-/// buffer's size go straight to the destination (no copy).
+class followed_file;
+
+/// Buffered, interruptible reads from a descriptor or a followed file
+/// (followed_file.hpp). Reads of at least the buffer's size go straight to
+/// the destination (no copy).
 class fd_reader {
  public:
   enum class status { ok, eof, interrupted };
   /// `who` names the stream in errors ("read_file 'x.bin'").
   fd_reader(int fd, std::string who, const wake_event* wake, std::size_t buffer = std::size_t(1) << 18);
+  /// Reads `f` (which outlives the reader): eof only at its idle timeout.
+  fd_reader(followed_file& f, std::string who, const wake_event* wake, std::size_t buffer = std::size_t(1) << 18);
   /// Reads `n` bytes into `dst`; `got` = bytes read (< n unless ok).
   status read_exact(void* dst, std::size_t n, std::size_t& got);
   /// The next line (up to '\n', without it), left unread until take_line():
@@ -129,6 +134,7 @@ class fd_reader {
   // One read into [p, p+n): > 0 bytes, 0 at EOF, -1 when interrupted.
   long read_some(void* p, std::size_t n);
   int fd_;
+  followed_file* follow_ = nullptr;
   std::string who_;
   const wake_event* wake_;
   bool poll_first_;  // not for regular files: always readable
