@@ -204,7 +204,8 @@ run_stats run_future::stats() const {
   run_stats r;
   const detail::compiled_graph& g = *s_->g;
   for (auto& src : s_->sources) {
-    endpoint_stats e{g.sources[src->index].name, src->units.load(), src->bytes.load(), src->records.load()};
+    endpoint_stats e{g.sources[src->index].name, src->units.load(), src->bytes.load(), src->records.load(),
+                     src->src.impl().report()};
     r.units_in += e.units;
     r.records_in += e.records;
     r.bytes_in += e.bytes;
@@ -253,7 +254,7 @@ run_stats run_future::stats() const {
       r.units_out += x.units;
       r.bytes_out += x.bytes;
       r.records_out += recs;
-      r.sinks.push_back({g.sinks[i - s_->first_sink].name, x.units, x.bytes, recs});
+      r.sinks.push_back({g.sinks[i - s_->first_sink].name, x.units, x.bytes, recs, st->snk->report()});
     }
     r.stages.push_back(std::move(x));
   }

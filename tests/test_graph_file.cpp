@@ -138,6 +138,9 @@ TEST_CASE("graph files: every example in graphs/ validates and equals its sequen
   REQUIRE(files.size() >= 6);
   for (const auto& name : files) {
     if (name == "schema.json") continue;
+#ifndef SINEW_HAVE_ZMQ
+    if (name.rfind("zmq_", 0) == 0) continue;  // a source type this build does not have
+#endif
     INFO(name);
     std::map<std::string, std::uint64_t> sums;
     for (const char* policy : {"tbb", "steal", "deal"}) {
@@ -145,6 +148,7 @@ TEST_CASE("graph files: every example in graphs/ validates and equals its sequen
       auto sets = small(name);
       sets.push_back(std::string("/scheduler=\"") + policy + "\"");
       auto f = sinew::graph_file::load(src_dir + "/graphs/" + name, sets);
+      if (!f.replayable()) break;  // a live source (ZeroMQ): validated here, run by tests/cli/zmq.sh
       auto r = run_file(f);
       CHECK(r.verify.ok());
       INFO(r.verify.first);

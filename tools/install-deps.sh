@@ -14,6 +14,7 @@ DEFAULT_PACKAGES=(
     libbenchmark-dev
     graphviz
     openmpi-bin libopenmpi-dev
+    libzmq3-dev cppzmq-dev # ZeroMQ sources and sinks (sinew::zmq)
     libstarpu-dev
     python3-jsonschema    # tests/cli/schema.sh (ctest: skipped without it)
     ccache                # the Makefile compiles through it when it is installed

@@ -89,6 +89,15 @@ std::string human_ns(std::uint64_t ns) {
   return b;
 }
 
+/// "name: report" of every source and sink with something to say, or empty.
+std::string endpoint_reports(const sinew::run_stats& s) {
+  std::string r;
+  for (const auto* v : {&s.sources, &s.sinks})
+    for (const auto& e : *v)
+      if (!e.report.empty()) r += (r.empty() ? "" : "; ") + e.name + ": " + e.report;
+  return r;
+}
+
 /// The live status line: rates over the last interval, latency, queue depths
 /// and, when the unit count is known, a progress bar with ETA.
 class status_line {
@@ -124,6 +133,7 @@ class status_line {
       std::snprintf(b, sizeof b, " %zu/%zu", s.stages[i].queued, s.stages[i].capacity);
       line += b;
     }
+    if (const std::string r = endpoint_reports(s); !r.empty()) line += "  " + r;
     if (total_ && rps > 0 && s.records_out < *total_) {
       std::snprintf(b, sizeof b, "  ETA %.0f s", double(*total_ - s.records_out) / rps);
       line += b;
@@ -157,10 +167,12 @@ void print_stats(const sinew::run_stats& s) {
     for (const auto& [name, v] : st.counters) std::fprintf(stderr, "%-44s   %s = %g\n", "", name.c_str(), v);
   }
   // A dag's endpoints, and any run whose units are record batches.
-  if (s.sources.size() > 1 || s.sinks.size() > 1 || s.records_in != s.units_in || s.records_out != s.units_out) {
+  if (s.sources.size() > 1 || s.sinks.size() > 1 || s.records_in != s.units_in || s.records_out != s.units_out ||
+      !endpoint_reports(s).empty()) {
     auto endpoint = [](const char* kind, const sinew::endpoint_stats& e) {
-      std::fprintf(stderr, "%s %-*s %16" PRIu64 " units %14" PRIu64 " bytes %14" PRIu64 " records\n", kind,
-                   int(43 - std::strlen(kind)), e.name.c_str(), e.units, e.bytes, e.records);
+      std::fprintf(stderr, "%s %-*s %16" PRIu64 " units %14" PRIu64 " bytes %14" PRIu64 " records%s%s\n", kind,
+                   int(43 - std::strlen(kind)), e.name.c_str(), e.units, e.bytes, e.records,
+                   e.report.empty() ? "" : "  ", e.report.c_str());
     };
     for (const auto& e : s.sources) endpoint("source", e);
     for (const auto& e : s.sinks) endpoint("sink", e);

@@ -80,6 +80,9 @@ void register_builtin_sinks(sink_registry& r) {
              return listen ? io::tcp_listen_sink(host, port) : io::tcp_connect_sink(host, port);
            };
          }});
+#ifdef SINEW_HAVE_ZMQ
+  register_zmq_sinks(r);
+#endif
 }
 
 const sink_registry& sink_types() { return filled_registry<sink_type_info, register_builtin_sinks>("sink"); }

@@ -38,14 +38,6 @@ source nbody_states(std::size_t n, std::uint64_t seed, std::uint64_t count) {
   });
 }
 
-/// "format": "lines" (text lines; then no "buffers" or "shape") or "binary".
-bool lines_format(const json_cursor& c) {
-  if (!c.has("format") || c.at("format").as_choice({"binary", "lines"}) != "lines") return false;
-  for (const char* f : {"buffers", "shape"})
-    if (c.has(f)) c.at(f).fail("text lines are 1-D u8 records: no \"" + std::string(f) + "\" with \"format\": \"lines\"");
-  return true;
-}
-
 }  // namespace
 
 void register_builtin_sources(source_registry& r) {
@@ -109,14 +101,14 @@ void register_builtin_sources(source_registry& r) {
            io::follow_options f;
            if (follow) {
              p.live_input = "a followed file";
-             f.idle_timeout = std::chrono::milliseconds(std::uint64_t(c.get_number("idle_timeout", 0, 0, 1e9) * 1000));
+             f.idle_timeout = milliseconds_at(c, "idle_timeout");
              f.from_end = c.has("from") && c.at("from").as_choice({"start", "end"}) == "end";
            } else {
              for (const char* k : {"idle_timeout", "from"})
                if (c.has(k)) c.at(k).fail("\"" + std::string(k) + "\" applies to a followed file (\"follow\": true)");
              if (!path_exists(path, false)) c.at("path").fail("no such file: '" + path + "'");
            }
-           if (lines_format(c)) {
+           if (lines_format_at(c)) {
              p.layout = io::record_layout::of<std::uint8_t>(shape::d1(1));
              p.rank = 1;
              p.make = [path, b = p.batch, follow, f](bool) {
@@ -124,8 +116,6 @@ void register_builtin_sources(source_registry& r) {
              };
              return p;
            }
-           c.required("buffers");
-           c.required("shape");
            p.layout = layout_at(c, false);
            if (follow) {
              p.make = [path, l = p.layout, b = p.batch, f](bool) { return io::follow_file(path, l, f, b); };
@@ -148,14 +138,12 @@ void register_builtin_sources(source_registry& r) {
          .parse = [](const json_cursor& c) {
            source_plan p;
            p.batch = batching_at(c);
-           if (lines_format(c)) {
+           if (lines_format_at(c)) {
              p.layout = io::record_layout::of<std::uint8_t>(shape::d1(1));
              p.rank = 1;
              p.make = [b = p.batch](bool) { return io::read_lines(0, b); };
              return p;
            }
-           c.required("buffers");
-           c.required("shape");
            p.layout = layout_at(c, false);
            p.make = [l = p.layout, b = p.batch](bool) { return io::read_stdin(l, b); };
            return p;
@@ -191,6 +179,9 @@ void register_builtin_sources(source_registry& r) {
            };
            return p;
          }});
+#ifdef SINEW_HAVE_ZMQ
+  register_zmq_sources(r);
+#endif
 }
 
 const source_registry& source_types() { return filled_registry<source_type_info, register_builtin_sources>("source"); }

@@ -96,4 +96,27 @@ bool path_exists(const std::string& path, bool dir) {
   return dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
 }
 
+bool lines_format_at(const json_cursor& c) {
+  if (!c.has("format") || c.at("format").as_choice({"binary", "lines"}) != "lines") return false;
+  for (const char* f : {"buffers", "shape"})
+    if (c.has(f)) c.at(f).fail("text lines are 1-D u8 records: no \"" + std::string(f) + "\" with \"format\": \"lines\"");
+  return true;
+}
+
+io::message_format message_format_at(const json_cursor& c, bool multipart) {
+  io::message_format f;
+  if (!lines_format_at(c)) f.layout = layout_at(c, false);
+  if (multipart && c.has("multipart")) {
+    f.multipart = c.at("multipart").as_bool();
+    if (f.multipart && !f.layout) c.at("multipart").fail("multipart messages carry binary records, not text lines");
+  }
+  if (c.has("malformed"))
+    f.malformed = c.at("malformed").as_choice({"fail", "skip"}) == "skip" ? io::on_malformed::skip : io::on_malformed::fail;
+  return f;
+}
+
+std::chrono::milliseconds milliseconds_at(const json_cursor& c, const std::string& key) {
+  return std::chrono::milliseconds(std::uint64_t(c.get_number(key, 0, 0, 1e9) * 1000 + 0.5));
+}
+
 }  // namespace sinew::detail

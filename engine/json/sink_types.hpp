@@ -40,7 +40,10 @@ using sink_registry = type_registry<sink_type_info>;
 
 /// The sink types, the built-in ones registered on first use.
 const sink_registry& sink_types();
-/// Registers checksum, null, file, stdout, ppm_dir and tcp into `r`.
+/// Registers checksum, null, file, stdout, ppm_dir and tcp into `r`, and
+/// zmq where the sinew::zmq component is built.
 void register_builtin_sinks(sink_registry& r);
+/// Registers zmq (zmq_endpoints.cpp).
+void register_zmq_sinks(sink_registry& r);
 
 }  // namespace sinew::detail

@@ -64,7 +64,10 @@ using source_registry = type_registry<source_type_info>;
 
 /// The source types, the built-in ones registered on first use.
 const source_registry& source_types();
-/// Registers generator, nbody, file, stdin, ppm_dir and tcp into `r`.
+/// Registers generator, nbody, file, stdin, ppm_dir and tcp into `r`, and
+/// zmq where the sinew::zmq component is built.
 void register_builtin_sources(source_registry& r);
+/// Registers zmq (zmq_endpoints.cpp).
+void register_zmq_sources(source_registry& r);
 
 }  // namespace sinew::detail

@@ -1,10 +1,18 @@
 # Every example in graphs/ (trees and dags) validates, runs and equals its sequential
-# reference through `sinew run --verify`.
+# reference through `sinew run --verify` (those that read a live source only validate).
 source "$(dirname "$0")/common.sh" "$@"
 n=0
 for g in "$SRC"/graphs/*.json; do
   name=$(basename "$g")
   [[ $name == schema.json ]] && continue
+  if grep -q '"type": "zmq"' "$g"; then
+    # A live source (a ZeroMQ socket) cannot be read twice for --verify: tests/cli/zmq.sh runs
+    # it. A build without ZeroMQ does not know the type.
+    "$SINEW" validate "$SRC/tests/cli/zmq_push.json" >/dev/null 2>&1 || continue
+    "$SINEW" validate "$g" >out.txt 2>&1 || fail "validate $name: $(cat out.txt)"
+    n=$((n + 1))
+    continue
+  fi
   "$SINEW" validate "$g" >out.txt 2>&1 || fail "validate $name: $(cat out.txt)"
   sets=()
   [[ $name == stream_farm.json ]] && sets=(--set /source/count=200)

@@ -120,6 +120,7 @@ struct endpoint_stats {
   std::uint64_t units = 0;
   std::uint64_t bytes = 0;
   std::uint64_t records = 0;  ///< records of those units (a unit that is not a batch is one)
+  std::string report;  ///< the endpoint's own account (source_impl::report), or empty
 };
 
 struct run_stats {

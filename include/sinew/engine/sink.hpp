@@ -59,6 +59,9 @@ class sink_impl {
   /// by throwing. Not called on `stop()`, which drains into the sink. Called
   /// from any thread, possibly more than once.
   virtual void interrupt() {}
+  /// As source_impl::report: what the sink knows of its stream (reconnects,
+  /// messages the transport dropped), or empty. Called from any thread.
+  virtual std::string report() const { return {}; }
 };
 
 void copy_layer_into(const layer& from, unsigned buffers, void* const* dst, const char* who);

@@ -136,6 +136,10 @@ class source_impl {
   /// path, a sink). A source that batches by default batches only when it is
   /// empty; one told to batch throws graph_error naming that place.
   virtual void batch_for(const std::string& whole_unit_at) { (void)whole_unit_at; }
+  /// What the source knows of its stream beyond units and records, for the
+  /// run's statistics and status line ("2 malformed skipped, 1 reconnect"):
+  /// empty when nothing is worth saying. Called from any thread while it runs.
+  virtual std::string report() const { return {}; }
 };
 
 template <class Item>

@@ -5,7 +5,9 @@
 /// file's bytes, then, after a rotation (the path renamed away and a new
 /// file created in its place), the new file's bytes from its start; after a
 /// truncation (the file shorter than what was read), the file's bytes again
-/// from its start. Writers rotate at record boundaries (whole lines, whole
+/// from its start (a file truncated and written past its old length before
+/// the source looks again is not seen to shrink, as with `tail -F`).
+/// Writers rotate at record boundaries (whole lines, whole
 /// records), as log writers do: a record cut by a rotation is joined with
 /// the start of the new file.
 ///

@@ -1,0 +1,84 @@
+// ZeroMQ sinks: PUSH and PUB sockets, a message a record (io/zmq.hpp).
+#include <optional>
+#include <vector>
+
+#include "../message_batch.hpp"
+#include "../stream.hpp"
+#include "zmq_socket.hpp"
+
+namespace sinew::io {
+namespace {
+
+class zmq_sink_impl final : public sinew::detail::sink_impl {
+ public:
+  explicit zmq_sink_impl(zmq_sink_options o) : o_(std::move(o)) {
+    if (o_.socket != zmq_socket::push && o_.socket != zmq_socket::pub)
+      throw error(detail::zmq_who(o_.socket, o_.endpoint) + ": a sink writes to a push or pub socket");
+    open();  // errors in the endpoint surface when the sink is made
+  }
+  void prepare(const sinew::detail::type_list&, std::optional<std::uint64_t>) override {
+    order_.reset();
+    wake_ = std::make_unique<detail::wake_event>();  // a fresh one per run: the last run's stays signalled
+    if (!s_) open();  // the last run closed it
+  }
+  void consume(work_unit& u) override {
+    order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
+  }
+  void finish() override {
+    order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
+    s_->close(int(o_.linger.count()));
+    s_.reset();
+  }
+  void interrupt() override {
+    if (auto* w = wake_.get()) w->signal();
+  }
+  bool writes_records() const override { return true; }
+  std::string label() const override { return "sink(" + who_ + ")"; }
+
+ private:
+  // A later run binds the port the first one picked: peers keep their address.
+  void open() {
+    s_.emplace(o_.socket, o_.endpoint, o_.bind, o_.hwm, o_.bound);
+    who_ = s_->who;
+    o_.endpoint = s_->at;
+  }
+  void send(const layer& l, const record_index& r) {
+    detail::for_each_message(l, r, o_.multipart, scratch_, [&](const detail::frame* f, std::size_t n) {
+      if (o_.socket == zmq_socket::pub) send_frame(o_.topic.data(), o_.topic.size(), true);
+      for (std::size_t i = 0; i < n; ++i) send_frame(f[i].data, f[i].size, i + 1 < n);
+    });
+  }
+  // A PUSH socket with no peer able to take the frame waits, until the run
+  // fails or is cancelled; a PUB socket never waits (ZeroMQ drops instead).
+  void send_frame(const void* p, std::size_t n, bool more) {
+    const zmq::send_flags fl = more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
+    for (;;) {
+      try {
+        if (s_->sock.send(zmq::const_buffer(p, n), fl)) return;
+      } catch (const zmq::error_t& e) {
+        throw error(who_ + ": send failed: " + e.what());
+      }
+      zmq::pollitem_t items[2] = {{s_->sock.handle(), 0, ZMQ_POLLOUT, 0}, {nullptr, wake_->fd(), ZMQ_POLLIN, 0}};
+      try {
+        zmq::poll(items, 2, std::chrono::milliseconds(-1));
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw error(who_ + ": poll failed: " + e.what());
+      }
+      if (wake_->signalled())
+        throw error(who_ + ": interrupted while no peer took messages (the run failed or was cancelled)");
+    }
+  }
+
+  zmq_sink_options o_;
+  std::optional<detail::zmq_socket_of> s_;
+  std::string who_;
+  std::unique_ptr<detail::wake_event> wake_ = std::make_unique<detail::wake_event>();
+  std::vector<char> scratch_;
+  detail::in_order order_;
+};
+
+}  // namespace
+
+sinew::sink zmq_sink(zmq_sink_options o) { return sinew::sink(std::make_shared<zmq_sink_impl>(std::move(o))); }
+
+}  // namespace sinew::io
