@@ -5,7 +5,7 @@
 #   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
 #                                           #   -> $OUT/MODE-<N>core.tar.gz
 #   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
-# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | dag | stream | fuzz (below). A mode writes
+# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | dag | stream | endpoints | fuzz (below). A mode writes
 # the same file names every time, so `install` REPLACES the previous run's files
 # of those names (a .json/.txt pair whole: a benchmark killed by its timeout
 # leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
@@ -23,13 +23,14 @@ if [ "${1:-}" = prepare ]; then
       cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
     done
   fi
-  cp -L $B/libsinew_*.so.0 dev-carry/   # the components: core, opencl, json, mpi
+  cp -L $B/libsinew_*.so.0 dev-carry/   # the components: core, opencl, zmq, json, mpi
   for l in libtbb.so.12 libtbbmalloc.so.2 libtbbbind_2_5.so.3 libhwloc.so.15 libgomp.so.1 libnuma.so.1; do
     cp -L "/usr/lib/x86_64-linux-gnu/$l" dev-carry/
   done
-  # Open MPI, when sinew::mpi was built (SINEW_MPI): the device has none.
+  # Open MPI and ZeroMQ, when sinew::mpi and sinew::zmq were built: the device has neither.
   for l in libmpi_cxx.so.40 libmpi.so.40 libopen-pal.so.40 libopen-rte.so.40 libevent_core-2.1.so.7 \
-           libevent_pthreads-2.1.so.7; do
+           libevent_pthreads-2.1.so.7 libzmq.so.5 libsodium.so.23 libpgm-5.3.so.0 libnorm.so.1 libbsd.so.0 \
+           libmd.so.0 libgssapi_krb5.so.2 libkrb5.so.3 libk5crypto.so.3 libkrb5support.so.0 libkeyutils.so.1; do
     p=$(ldd $B/tools/sinew | awk -v l=$l '$1 == l { print $3 }')
     [ -n "$p" ] && cp -L "$p" dev-carry/
   done
@@ -73,8 +74,8 @@ fi
 mode=${1:-}
 carry=${CARRY:-dev-carry}
 case "$mode" in
-  devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|fuzz) ;;
-  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|fuzz" >&2
+  devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|endpoints|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|endpoints|fuzz" >&2
      exit 2 ;;
 esac
 root=$PWD
@@ -145,6 +146,9 @@ case "$mode" in
   stream)  # 1 GB of lines and of 64-byte records through `sinew run` vs a one-thread loop, 5 rounds
     machine
     one stream_records 540 ./sinew-bench stream_records --reps 5 ;;
+  endpoints)  # issue 23: messages through ZeroMQ, Sinew vs a hand-written loop, 100 B and 64 KiB (about 4 min)
+    machine
+    one endpoints 420 ./sinew-bench endpoints ;;
   fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560): fuzz-<harness>.log, crashes in fuzz-<harness>/
     export LD_LIBRARY_PATH=$root/$carry/fuzz:$root/$carry
     BUILD_COMMIT=$(cat fuzz/build_commit 2>/dev/null)
