@@ -395,6 +395,7 @@ work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
         throw std::runtime_error("input " + std::to_string(j) + " ('" + branch(j) + "') has shape " +
                                  p.shape().str() + ", input 0 ('" + branch(0) + "') " + out->in().shape().str());
       for (unsigned b = 0; b < p.size(); ++b) out->in().add(p[b]);
+      if (parts[j]->note()) out->note().join(std::move(parts[j]->note()));  // written when the zipped unit is
     } catch (...) {
       st.run->fail(spec.path, std::current_exception());
     }

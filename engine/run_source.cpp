@@ -97,6 +97,7 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
         grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
       u->push_layer(std::move(in));
       u->set_records(b.records());
+      if (b.note()) u->set_note(std::move(b.note()));
     }
   } catch (...) {
     fail(src.label(), std::current_exception());

@@ -246,6 +246,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
         trace* tr = run->tr;
         const std::uint64_t ts = tr ? now_ns() : 0;
         snk->consume(*u);
+        if (u->note() && !snk->takes_notes()) u->note().written();
         const std::uint64_t t1 = tr || u->accepted_ns() ? now_ns() : 0;
         if (u->accepted_ns()) run->latency.add(t1 > u->accepted_ns() ? t1 - u->accepted_ns() : 0);
         if (tr) [[unlikely]]

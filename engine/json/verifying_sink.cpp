@@ -68,6 +68,8 @@ class verifying_sink_impl final : public detail::sink_impl {
   }
   std::string label() const override { return "verify(" + inner_.impl().label() + ")"; }
   void interrupt() override { inner_.impl().interrupt(); }
+  bool takes_notes() const override { return inner_.impl().takes_notes(); }
+  std::string report() const override { return inner_.impl().report(); }
 
  private:
   void drain() {

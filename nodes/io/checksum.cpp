@@ -21,14 +21,18 @@ class checksum_sink final : public sinew::detail::sink_impl {
     *r_ = checksum_result{};
     order_.reset();
   }
+  // A unit folded into the sum is written: its note is released then.
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { add(l, r); });
+    order_.written();
   }
   void finish() override {
     order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { add(l, r); });
+    order_.written();
   }
   std::string label() const override { return "sink(checksum)"; }
   bool writes_records() const override { return true; }
+  bool takes_notes() const override { return true; }
 
  private:
   // The bytes write_file writes: record by record for a batch.

@@ -414,6 +414,7 @@ void output_sink::finish() {
   w_->flush();
   if (owned_ && ::close(owned_.release()) != 0)  // NFS and friends report late errors here
     throw sinew::error(who_ + ": close failed: " + errno_text(errno));
+  order_.written();
 }
 
 void io_source::batch_for(const std::string& whole_unit_at) {

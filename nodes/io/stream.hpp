@@ -210,26 +210,32 @@ void write_records(fd_writer& w, const layer& l, const record_index& r);
 /// Hands units to `f(seq, layer, records)` in sequence order, per source (a dag's
 /// merge interleaves the streams of several). A unit that arrives early
 /// (through an unordered farm) is kept until its turn: a copy of its layer 0,
-/// which shares the buffers, so nothing is copied.
+/// which shares the buffers, so nothing is copied. It takes the units'
+/// delivery notes (delivery.hpp): those of the units handed to `f` wait in
+/// `unwritten()` until the sink says their bytes are out of its hands
+/// (`written()`); a sink that uses it returns true from `takes_notes`.
 class in_order {
  public:
   template <class F>
-  void deliver(const work_unit& u, F&& f) {
+  void deliver(work_unit& u, F&& f) {
     stream& s = streams_[u.origin()];
     // A second unit of a sequence number already written: a dag's broadcast
     // merged back into one sink. It goes out as it comes.
     if (u.seq() < s.next) {
       f(u.seq(), u.in(), u.records());
+      keep(std::move(u.note()));
       return;
     }
     if (u.seq() != s.next) {
-      s.held.emplace(u.seq(), held_unit{u.in(), u.records()});
+      s.held.emplace(u.seq(), held_unit{u.in(), u.records(), std::move(u.note())});
       return;
     }
     f(u.seq(), u.in(), u.records());
+    keep(std::move(u.note()));
     ++s.next;
     for (auto it = s.held.begin(); it != s.held.end() && it->first <= s.next; it = s.held.erase(it)) {
       f(it->first, it->second.l, it->second.r);
+      keep(std::move(it->second.note));
       if (it->first == s.next) ++s.next;
     }
   }
@@ -238,10 +244,23 @@ class in_order {
   template <class F>
   void finish(F&& f) {
     for (auto& [origin, s] : streams_)
-      for (auto& [seq, h] : s.held) f(seq, h.l, h.r);
+      for (auto& [seq, h] : s.held) {
+        f(seq, h.l, h.r);
+        keep(std::move(h.note));
+      }
     streams_.clear();
   }
-  void reset() { streams_.clear(); }
+  /// Units handed to `f` whose notes wait for `written()`.
+  bool unwritten() const noexcept { return !unwritten_.empty(); }
+  /// The units handed to `f` so far are written: their notes are released.
+  void written() noexcept {
+    for (note_ref& n : unwritten_) n.written();
+    unwritten_.clear();
+  }
+  void reset() {
+    streams_.clear();
+    unwritten_.clear();  // a new run: the last one's notes are lost
+  }
 
  private:
   /// Sequence numbers count per source: a dag's merge of several sources
@@ -249,12 +268,17 @@ class in_order {
   struct held_unit {
     layer l;
     record_index r;
+    note_ref note;
   };
   struct stream {
     std::uint64_t next = 0;
     std::multimap<std::uint64_t, held_unit> held;
   };
+  void keep(note_ref n) {
+    if (n) unwritten_.push_back(std::move(n));
+  }
   std::map<std::uint32_t, stream> streams_;
+  std::vector<note_ref> unwritten_;
 };
 
 /// Base of the sinks that write units, in sequence order, to a descriptor
@@ -267,12 +291,17 @@ class output_sink : public sinew::detail::sink_impl {
   void prepare(const sinew::detail::type_list& out, std::optional<std::uint64_t> units) override;
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t s, const layer& l, const record_index& r) { write_unit(s, l, r); });
+    if (order_.unwritten()) {  // an at-least-once source waits for these bytes
+      w_->flush();
+      order_.written();
+    }
   }
   void finish() override;
   void idle() override {
     if (w_) w_->flush();
   }
   bool writes_records() const override { return true; }
+  bool takes_notes() const override { return true; }
   std::string label() const override { return "sink(" + who_ + ")"; }
 
  protected:

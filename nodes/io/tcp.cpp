@@ -218,7 +218,12 @@ class tcp_sink final : public sinew::detail::sink_impl {
   }
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
+    if (order_.unwritten()) {  // an at-least-once source waits for these bytes
+      w_->flush();
+      order_.written();
+    }
   }
+  bool takes_notes() const override { return true; }
   void finish() override {
     order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
     if (!w_) open();
@@ -226,6 +231,7 @@ class tcp_sink final : public sinew::detail::sink_impl {
     ::shutdown(conn_.get(), SHUT_WR);  // the reader sees end of stream
     w_.reset();
     conn_.reset();
+    order_.written();
   }
   std::string label() const override { return "sink(" + e_.who + ")"; }
   bool writes_records() const override { return true; }

@@ -59,6 +59,11 @@ class sink_impl {
   /// by throwing. Not called on `stop()`, which drains into the sink. Called
   /// from any thread, possibly more than once.
   virtual void interrupt() {}
+  /// True if `consume` takes the unit's delivery note (delivery.hpp) and
+  /// releases it as written once the unit's bytes are out of its hands (a
+  /// sink that buffers writes); otherwise the runtime releases it as written
+  /// when `consume` returns.
+  virtual bool takes_notes() const { return false; }
   /// As source_impl::report: what the sink knows of its stream (reconnects,
   /// messages the transport dropped), or empty. Called from any thread.
   virtual std::string report() const { return {}; }

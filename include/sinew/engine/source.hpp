@@ -26,6 +26,7 @@
 
 #include <sinew/engine/array.hpp>
 #include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/delivery.hpp>
 #include <sinew/engine/work_unit.hpp>
 
 namespace sinew {
@@ -46,6 +47,10 @@ class unit_builder {
   /// Indivisible block in elements (see work_unit::grain).
   void set_grain(std::size_t g) noexcept { grain_ = g; }
   std::size_t grain() const noexcept { return grain_; }
+  /// Asks to be told when every sink the unit reaches has written it
+  /// (delivery.hpp): at-least-once sources acknowledge their input then.
+  void set_note(note_ref n) noexcept { note_ = std::move(n); }
+  note_ref& note() noexcept { return note_; }
   /// Adds a pooled buffer of the current shape and returns a view to fill.
   template <class T, unsigned R = 1>
   view<T, R> add() {
@@ -66,6 +71,7 @@ class unit_builder {
   const std::atomic<bool>* stop_;
   std::size_t grain_ = 1;
   record_index records_;
+  note_ref note_;
 };
 
 /// How a container type maps onto a layer. Provided for `std::vector<T>`,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <sinew/engine/buffer.hpp>
+#include <sinew/engine/delivery.hpp>
 #include <sinew/engine/error.hpp>
 #include <sinew/engine/records.hpp>
 #include <sinew/engine/shape.hpp>
@@ -121,6 +122,9 @@ class work_unit {
   /// (records.hpp); not a batch by default.
   const record_index& records() const noexcept { return records_; }
   void set_records(record_index r) noexcept { records_ = std::move(r); }
+  /// The delivery note of an at-least-once source (delivery.hpp), or none.
+  note_ref& note() noexcept { return note_; }
+  void set_note(note_ref n) noexcept { note_ = std::move(n); }
 
   std::size_t depth() const noexcept { return layers_.size(); }
   /// Layer `k` counted from the top (0 = input of the next leaf).
@@ -162,6 +166,7 @@ class work_unit {
     accepted_ns_ = 0;
     origin_ = 0;
     records_ = record_index();
+    if (note_) note_ = note_ref();  // a unit dropped before a sink wrote it: lost
     for (auto& t : tickets_) t = 0;
   }
 
@@ -194,7 +199,8 @@ class work_unit {
   std::uint32_t origin_ = 0;
   std::uint64_t accepted_ns_ = 0;
   std::uint64_t tickets_[max_ordered_depth] = {};
-  record_index records_;  // last: the fields above are what every stage reads
+  record_index records_;  // after the fields every stage reads
+  note_ref note_;          // read only by sources that ask for notes and by sinks
 };
 
 }  // namespace sinew

@@ -21,14 +21,19 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
     wake_ = std::make_unique<detail::wake_event>();  // a fresh one per run: the last run's stays signalled
     if (!s_) open();  // the last run closed it
   }
+  // A message handed to ZeroMQ is written (its queue delivers it while the
+  // process lives): the units' notes are released then.
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
+    order_.written();
   }
   void finish() override {
     order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
     s_->close(int(o_.linger.count()));
     s_.reset();
+    order_.written();
   }
+  bool takes_notes() const override { return true; }
   void interrupt() override {
     if (auto* w = wake_.get()) w->signal();
   }
