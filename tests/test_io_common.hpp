@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the sinew::io tests (tests/test_io*.cpp).
 #include <sinew/io.hpp>
+#include <sinew/json.hpp>
 #include <sinew/sinew.hpp>
 
 #include <fcntl.h>
@@ -104,6 +105,17 @@ sinew::io::checksum_result reference(const sinew::io::generator_options& o) {
   sinew::graph g(sinew::map<keep<T, R>>());
   g.run(sinew::io::generator(o), sinew::io::checksum(r)).get();
   return *r;
+}
+
+/// "<JSON pointer> <message>" of the error loading graph-file text `doc`
+/// makes, or "accepted".
+inline std::string load_error_text(const std::string& doc) {
+  try {
+    sinew::graph_file::parse(doc, "inline.json");
+  } catch (const sinew::json_error& e) {
+    return std::string(e.pointer()) + " " + e.what();
+  }
+  return "accepted";
 }
 
 }  // namespace sinew_io_test

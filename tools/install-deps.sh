@@ -15,6 +15,8 @@ DEFAULT_PACKAGES=(
     graphviz
     openmpi-bin libopenmpi-dev
     libzmq3-dev cppzmq-dev # ZeroMQ sources and sinks (sinew::zmq)
+    libmosquitto-dev       # MQTT sources and sinks (sinew::mqtt)
+    mosquitto              # the broker the MQTT tests start on a loopback port
     libstarpu-dev
     python3-jsonschema    # tests/cli/schema.sh (ctest: skipped without it)
     ccache                # the Makefile compiles through it when it is installed

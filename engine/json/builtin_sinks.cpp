@@ -83,6 +83,9 @@ void register_builtin_sinks(sink_registry& r) {
 #ifdef SINEW_HAVE_ZMQ
   register_zmq_sinks(r);
 #endif
+#ifdef SINEW_HAVE_MQTT
+  register_mqtt_sinks(r);
+#endif
 }
 
 const sink_registry& sink_types() { return filled_registry<sink_type_info, register_builtin_sinks>("sink"); }

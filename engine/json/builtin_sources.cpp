@@ -40,6 +40,15 @@ source nbody_states(std::size_t n, std::uint64_t seed, std::uint64_t count) {
 
 }  // namespace
 
+source_plan message_source_plan(const io::message_format& f, std::optional<std::uint64_t> count, const io::batching& b) {
+  source_plan p;
+  p.layout = f.layout ? *f.layout : io::record_layout::of<std::uint8_t>(shape::d1(1));
+  p.rank = f.layout ? 0 : 1;
+  p.count = count;
+  p.batch = b;
+  return p;
+}
+
 void register_builtin_sources(source_registry& r) {
   r.add({.name = "generator",
          .fields = {"buffers", "shape", "count", "pattern", "seed", "value", "rate"},
@@ -181,6 +190,9 @@ void register_builtin_sources(source_registry& r) {
          }});
 #ifdef SINEW_HAVE_ZMQ
   register_zmq_sources(r);
+#endif
+#ifdef SINEW_HAVE_MQTT
+  register_mqtt_sources(r);
 #endif
 }
 

@@ -41,9 +41,11 @@ using sink_registry = type_registry<sink_type_info>;
 /// The sink types, the built-in ones registered on first use.
 const sink_registry& sink_types();
 /// Registers checksum, null, file, stdout, ppm_dir and tcp into `r`, and
-/// zmq where the sinew::zmq component is built.
+/// zmq and mqtt where the sinew::zmq and sinew::mqtt components are built.
 void register_builtin_sinks(sink_registry& r);
 /// Registers zmq (zmq_endpoints.cpp).
 void register_zmq_sinks(sink_registry& r);
+/// Registers mqtt (mqtt_endpoints.cpp).
+void register_mqtt_sinks(sink_registry& r);
 
 }  // namespace sinew::detail

@@ -23,6 +23,7 @@
 
 #include <sinew/engine/source.hpp>
 #include <sinew/io/batching.hpp>
+#include <sinew/io/message_format.hpp>
 #include <sinew/io/record_layout.hpp>
 
 #include "type_registry.hpp"
@@ -47,6 +48,10 @@ struct source_plan {
   std::function<source(bool replay)> make;
 };
 
+/// The plan of a source of messages (zmq, mqtt) but its `make`: the units
+/// are `f`'s records (1-D u8 lines for text), `count` of them when known.
+source_plan message_source_plan(const io::message_format& f, std::optional<std::uint64_t> count, const io::batching& b);
+
 /// One source type.
 struct source_type_info {
   std::string name;
@@ -65,9 +70,11 @@ using source_registry = type_registry<source_type_info>;
 /// The source types, the built-in ones registered on first use.
 const source_registry& source_types();
 /// Registers generator, nbody, file, stdin, ppm_dir and tcp into `r`, and
-/// zmq where the sinew::zmq component is built.
+/// zmq and mqtt where the sinew::zmq and sinew::mqtt components are built.
 void register_builtin_sources(source_registry& r);
 /// Registers zmq (zmq_endpoints.cpp).
 void register_zmq_sources(source_registry& r);
+/// Registers mqtt (mqtt_endpoints.cpp).
+void register_mqtt_sources(source_registry& r);
 
 }  // namespace sinew::detail

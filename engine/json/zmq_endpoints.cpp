@@ -49,11 +49,7 @@ void register_zmq_sources(source_registry& r) {
            o.count = count_at(c, false);
            o.idle_timeout = milliseconds_at(c, "idle_timeout");
            o.hwm = hwm_at(c);
-           source_plan p;
-           p.layout = o.format.layout ? *o.format.layout : io::record_layout::of<std::uint8_t>(shape::d1(1));
-           p.rank = o.format.layout ? 0 : 1;
-           p.count = o.count;
-           p.batch = o.batch;
+           source_plan p = message_source_plan(o.format, o.count, o.batch);
            p.make = [o](bool) { return io::zmq_source(o); };
            return p;
          }});

@@ -47,10 +47,11 @@ class message_batch {
   std::string why_;
 };
 
-/// Calls `f(frames, n)` once per record of a unit's layer 0 (a unit that is
-/// not a batch is one record), the frames of its message: one per buffer
-/// when `multipart`, else one of the buffers back to back (gathered into
-/// `scratch` when there are several).
+/// Calls `f(frames, n, buffers)` once per record of a unit's layer 0 (a unit
+/// that is not a batch is one record): the frames of its message, one per
+/// buffer when `multipart`, else one of the buffers back to back (gathered
+/// into `scratch` when there are several); `buffers` are the record's
+/// buffers, one frame each.
 template <class F>
 void for_each_message(const layer& l, const record_index& r, bool multipart, std::vector<char>& scratch, F&& f) {
   const bool whole = !r.fits(l.count());
@@ -63,15 +64,16 @@ void for_each_message(const layer& l, const record_index& r, bool multipart, std
       fr[b] = {static_cast<const char*>(l[b]->data()) + b0 * sz, (e0 - b0) * sz};
     }
     if (l.size() == 0) fr[0] = {nullptr, 0};  // a unit of no buffers: an empty message
+    const frame* bufs = fr;
     if (multipart || l.size() <= 1) {
-      f(static_cast<const frame*>(fr), std::max<std::size_t>(l.size(), 1));
+      f(bufs, std::max<std::size_t>(l.size(), 1), bufs);
       continue;
     }
     scratch.clear();
     for (unsigned b = 0; b < l.size(); ++b)
       scratch.insert(scratch.end(), static_cast<const char*>(fr[b].data), static_cast<const char*>(fr[b].data) + fr[b].size);
     const frame one{scratch.data(), scratch.size()};
-    f(&one, std::size_t(1));
+    f(&one, std::size_t(1), bufs);
   }
 }
 

@@ -257,6 +257,13 @@ class in_order {
     for (note_ref& n : unwritten_) n.written();
     unwritten_.clear();
   }
+  /// Hands the waiting notes to `f(note_ref)` (a sink that learns later
+  /// that they are written: MQTT's acknowledgements).
+  template <class F>
+  void take_unwritten(F&& f) {
+    for (note_ref& n : unwritten_) f(std::move(n));
+    unwritten_.clear();
+  }
   void reset() {
     streams_.clear();
     unwritten_.clear();  // a new run: the last one's notes are lost

@@ -48,7 +48,7 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
     o_.endpoint = s_->at;
   }
   void send(const layer& l, const record_index& r) {
-    detail::for_each_message(l, r, o_.multipart, scratch_, [&](const detail::frame* f, std::size_t n) {
+    detail::for_each_message(l, r, o_.multipart, scratch_, [&](const detail::frame* f, std::size_t n, const detail::frame*) {
       if (o_.socket == zmq_socket::pub) send_frame(o_.topic.data(), o_.topic.size(), true);
       for (std::size_t i = 0; i < n; ++i) send_frame(f[i].data, f[i].size, i + 1 < n);
     });
