@@ -58,6 +58,24 @@ struct running_count_u8 {
     for (std::size_t i = c.begin; i < c.end; ++i) count(i) = ++(*counts)[key(i)];
   }
 };
+/// Per record (u8 key, f32 value): the key, and the mean of its key's values
+/// so far, this one included; the sums live in the node, as running_count's.
+struct running_mean_u8 {
+  struct sums {
+    std::array<double, 256> total{};
+    std::array<std::uint64_t, 256> n{};
+  };
+  std::shared_ptr<sums> s;
+  void operator()(sinew::chunk c, sinew::in<std::uint8_t> key, sinew::in<float> value, sinew::out<std::uint8_t> key_out,
+                  sinew::out<float> mean) const {
+    for (std::size_t i = c.begin; i < c.end; ++i) {
+      const std::uint8_t k = key(i);
+      s->total[k] += value(i);
+      key_out(i) = k;
+      mean(i) = float(s->total[k] / double(++s->n[k]));
+    }
+  }
+};
 /// Byte-wise x XOR key (u8): a cheap reversible transform for stream tests.
 struct xor_u8 {
   std::uint8_t key = 0x5a;
@@ -229,6 +247,13 @@ void register_builtin_kernels(kernel_registry& r) {
       "node (each keyed_farm replica has its own, and keeps them from run to run): use it where units come one "
       "at a time, in order, e.g. a keyed_farm routed by the key",
       {}, [](const kernel_args&) { return running_count_u8{std::make_shared<std::array<std::uint32_t, 256>>()}; },
+      whole_unit_chunks(), 1);
+
+  r.add_map<running_mean_u8>(
+      "running_mean",
+      "per record (u8 key, f32 value): the key and the mean of its values so far, this one included (u8, f32); "
+      "the sums live in the node, as running_count's: use it in a keyed_farm routed by the key",
+      {}, [](const kernel_args&) { return running_mean_u8{std::make_shared<running_mean_u8::sums>()}; },
       whole_unit_chunks(), 1);
 
   r.add_map<delay_u8>(

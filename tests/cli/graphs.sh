@@ -5,10 +5,11 @@ n=0
 for g in "$SRC"/graphs/*.json; do
   name=$(basename "$g")
   [[ $name == schema.json ]] && continue
-  if grep -q '"type": "zmq"' "$g"; then
-    # A live source (a ZeroMQ socket) cannot be read twice for --verify: tests/cli/zmq.sh runs
-    # it. A build without ZeroMQ does not know the type.
-    "$SINEW" validate "$SRC/tests/cli/zmq_push.json" >/dev/null 2>&1 || continue
+  if grep -q '"type": "\(zmq\|mqtt\)"' "$g"; then
+    # A live source (a ZeroMQ socket, an MQTT subscription) cannot be read twice for --verify:
+    # tests/cli/zmq.sh and mqtt.sh run them. A build without the component does not know the type.
+    grep -q '"type": "zmq"' "$g" && probe=zmq_push.json || probe=mqtt_pub.json
+    "$SINEW" validate "$SRC/tests/cli/$probe" >/dev/null 2>&1 || continue
     "$SINEW" validate "$g" >out.txt 2>&1 || fail "validate $name: $(cat out.txt)"
     n=$((n + 1))
     continue
