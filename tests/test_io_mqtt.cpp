@@ -99,7 +99,7 @@ void subscribed(const source& s) {
 io::record_layout rec16() { return io::record_layout::of<std::uint8_t>(shape::d1(16)); }
 
 // Publishes `n` ramp records of 16 bytes at QoS 1 to `topic` (returns once the broker has them all).
-void publish(const broker& b, std::size_t n, const std::string& topic, std::uint64_t start = 0) {
+void publish(const broker& b, std::size_t n, const std::string& topic) {
   io::generator_options g;
   g.layout = rec16();
   g.pattern = "ramp";
@@ -108,7 +108,6 @@ void publish(const broker& b, std::size_t n, const std::string& topic, std::uint
   o.broker = b.at();
   o.topic = topic;
   o.qos = 1;
-  (void)start;
   graph p(map<keep<std::uint8_t>>());
   p.run(io::generator(g), io::mqtt_sink(o)).get();
 }
@@ -132,7 +131,7 @@ struct firsts {
 
 }  // namespace
 
-TEST_CASE("io MQTT QoS 0 and 1 round trips through a broker are byte-exact, topics from a template", "[io][mqtt]") {
+TEST_CASE("io MQTT QoS 0 and 1 round trips through a broker are byte-exact, topics from a template", "[io][mqtt][tsan]") {
   broker b;
   NEED_BROKER(b);
   const int qos = GENERATE(0, 1);
@@ -161,7 +160,7 @@ TEST_CASE("io MQTT QoS 0 and 1 round trips through a broker are byte-exact, topi
   CHECK_THAT(f.stats().sources[0].report, Catch::StartsWith("connected") && Catch::Contains(std::to_string(n) + " messages"));
 }
 
-TEST_CASE("io an MQTT QoS 1 source acknowledges only what its sink wrote: the rest comes again", "[io][mqtt]") {
+TEST_CASE("io an MQTT QoS 1 source acknowledges only what its sink wrote: the rest comes again", "[io][mqtt][tsan]") {
   broker b;
   NEED_BROKER(b);
   const std::size_t n = 20;
@@ -190,7 +189,7 @@ TEST_CASE("io an MQTT QoS 1 source acknowledges only what its sink wrote: the re
   CHECK(all.size() == n);
 }
 
-TEST_CASE("io an MQTT source reconnects when the broker restarts, and fails when told not to", "[io][mqtt]") {
+TEST_CASE("io an MQTT source reconnects when the broker restarts, and fails when told not to", "[io][mqtt][tsan]") {
   broker b;
   NEED_BROKER(b);
   io::mqtt_source_options in;
@@ -219,6 +218,33 @@ TEST_CASE("io an MQTT source reconnects when the broker restarts, and fails when
   b.kill_now();
   CHECK_THROWS_WITH(h.get(), Catch::Contains("mqtt source 127.0.0.1:" + std::to_string(b.port)) &&
                                  Catch::Contains("the connection to the broker was lost"));
+}
+
+TEST_CASE("io a stopped MQTT source delivers every record it accepted", "[io][mqtt][tsan]") {
+  broker b;
+  NEED_BROKER(b);
+  const int qos = GENERATE(0, 1);
+  io::mqtt_source_options in;
+  in.broker = b.at(qos ? "drain" : "");
+  in.topics = {"d"};
+  in.qos = qos;
+  in.format = io::message_format::binary(rec16());
+  auto src = io::mqtt_source(in);
+  subscribed(src);
+  std::atomic<int> seen{0};
+  graph g(map<keep<std::uint8_t>>());
+  auto f = g.run(src, for_each([&](const work_unit& u) {
+                   seen += int(u.in().count() / 16);
+                   std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                 }));
+  publish(b, 100, "d");
+  REQUIRE(eventually([&] { return seen.load() >= 10; }));
+  f.stop();
+  f.get();
+  const auto st = f.stats();
+  CHECK(st.records_in == st.records_out);
+  CHECK(st.records_out == std::uint64_t(seen.load()));
+  CHECK(st.records_in >= 10);
 }
 
 TEST_CASE("io MQTT faults: no broker, malformed messages, bad topics", "[io][mqtt]") {

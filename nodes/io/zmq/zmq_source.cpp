@@ -59,11 +59,13 @@ class zmq_source_impl final : public detail::io_source {
         }
       }
       const std::size_t skip = o_.socket == zmq_socket::sub ? 1 : 0;  // the topic frame
-      detail::frame fr[16];
-      const std::size_t n = std::min<std::size_t>(parts_.size() - std::min(skip, parts_.size()), 16);
-      for (std::size_t i = 0; i < n; ++i) fr[i] = {parts_[skip + i].data(), parts_[skip + i].size()};
-      const auto a = parts_.size() <= skip || parts_.size() - skip > 16 ? detail::message_batch::added::malformed
-                                                                         : batch_->add(fr, n);
+      const std::size_t n = parts_.size() > skip ? parts_.size() - skip : 0;
+      std::string bad;  // why the message cannot be a record whatever the format
+      if (n == 0) bad = "no frame after the topic";
+      else if (n > layer::max_buffers) bad = std::to_string(n) + " frames";
+      detail::frame fr[layer::max_buffers];
+      for (std::size_t i = 0; bad.empty() && i < n; ++i) fr[i] = {parts_[skip + i].data(), parts_[skip + i].size()};
+      const auto a = bad.empty() ? batch_->add(fr, n) : detail::message_batch::added::malformed;
       if (a == detail::message_batch::added::full) {
         held_ = true;  // the first record of the next unit
         break;
@@ -71,10 +73,7 @@ class zmq_source_impl final : public detail::io_source {
       held_ = false;
       const std::uint64_t at = position_++;
       if (a == detail::message_batch::added::malformed) {
-        const std::string why = s_.who + ": message " + std::to_string(at) + " is not a record: " +
-                                (parts_.size() <= skip ? std::string("no frame after the topic")
-                                 : parts_.size() - skip > 16 ? std::to_string(parts_.size() - skip) + " frames"
-                                                             : batch_->why());
+        const std::string why = s_.who + ": message " + std::to_string(at) + " is not a record: " + (bad.empty() ? batch_->why() : bad);
         if (o_.format.malformed == on_malformed::skip) {
           skipped_.fetch_add(1, std::memory_order_relaxed);
           continue;
