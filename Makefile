@@ -83,7 +83,7 @@ tsan-full: deps
 ASAN_RUN_OPTIONS = detect_leaks=1:fast_unwind_on_malloc=0
 # The CI subset under ASan + UBSan: runtime, graph files, I/O, buffers, random trees.
 # `~[.]`: a tag alone also selects hidden tests (the 10,000-tree stress).
-ASAN_CI_TAGS = [runtime],[dag]~[.],[json],[io],[records],[buffer],[random]~[.],[stream],[balance]
+ASAN_CI_TAGS = [runtime],[dag]~[.],[json],[io],[records],[buffer],[random]~[.],[stream],[balance],[delivery]
 asan-ci: deps
 	cmake -S . -B $(ASAN_BUILD) -DSINEW_SANITIZE=address $(SAN_FLAGS) $(LAUNCHER) $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target sinew-tests sinew_test_plugin

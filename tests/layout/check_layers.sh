@@ -38,18 +38,23 @@ skeletons=(nodes/skeletons/*.cpp nodes/skeletons/*.hpp include/sinew/skeletons/*
 io=(nodes/io/*.cpp nodes/io/*.hpp include/sinew/io/*.hpp)
 distributed=(nodes/distributed/*.cpp nodes/distributed/*.hpp include/sinew/distributed/*.hpp)
 opencl=(nodes/opencl/*.cpp nodes/opencl/*.hpp include/sinew/opencl/*.hpp)
+messaging=(nodes/io/zmq/*.cpp nodes/io/zmq/*.hpp nodes/io/mqtt/*.cpp nodes/io/mqtt/*.hpp)
 
 check 'engine/|schedulers/|detail/' "${core_engine[@]}" "${core_sched[@]}"
 check 'engine/|schedulers/|skeletons/|detail/' "${skeletons[@]}"
 check 'engine/|schedulers/|io/|workloads/|detail/' "${io[@]}"
 check 'engine/|schedulers/|skeletons/|distributed/|io/|detail/' "${distributed[@]}"
 check 'engine/|schedulers/|skeletons/|opencl/|detail/' "${opencl[@]}"
+check 'engine/|schedulers/|io/|detail/' "${messaging[@]}"
 
 core=("${core_engine[@]}" "${core_sched[@]}" "${skeletons[@]}" "${io[@]}" nodes/distributed/distributed.cpp
       include/sinew/distributed/distributed.hpp include/sinew/sinew.hpp include/sinew/io.hpp)
 forbid '#include[[:space:]]*[<"](CL/|nlohmann/|mpi\.h)' 'an OpenCL, nlohmann/json or MPI header' "${core[@]}"
 forbid '#include[[:space:]]*[<"]mpi\.h' '<mpi.h> outside the MPI transport' "${opencl[@]}" engine/json/*.cpp
 forbid '#include[[:space:]]*[<"](CL/)' 'an OpenCL header outside nodes/opencl' engine/json/*.cpp engine/json/*.hpp
+forbid '#include[[:space:]]*[<"](zmq\.h|zmq\.hpp|zmq_addon\.hpp|mosquitto\.h)' \
+  'a ZeroMQ or libmosquitto header outside nodes/io/zmq and nodes/io/mqtt' "${core[@]}" engine/json/*.cpp engine/json/*.hpp \
+  include/sinew/io/*.hpp
 
 if [[ $status -eq 0 ]]; then
     echo "layout: every include follows docs/layout.md"
