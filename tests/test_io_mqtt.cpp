@@ -109,7 +109,9 @@ void publish(const broker& b, std::size_t n, const std::string& topic) {
   o.topic = topic;
   o.qos = 1;
   graph p(map<keep<std::uint8_t>>());
-  p.run(io::generator(g), io::mqtt_sink(o)).get();
+  auto f = p.run(io::generator(g), io::mqtt_sink(o));
+  while (!f.wait_for(std::chrono::milliseconds(1))) (void)f.stats();  // the reports, read while it runs
+  f.get();
 }
 
 // The first byte of each record a sink got, in order.
@@ -238,7 +240,10 @@ TEST_CASE("io a stopped MQTT source delivers every record it accepted", "[io][mq
                    std::this_thread::sleep_for(std::chrono::milliseconds(2));
                  }));
   publish(b, 100, "d");
-  REQUIRE(eventually([&] { return seen.load() >= 10; }));
+  REQUIRE(eventually([&] {
+    (void)f.stats();  // the reports, read while it runs
+    return seen.load() >= 10;
+  }));
   f.stop();
   f.get();
   const auto st = f.stats();

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -82,7 +83,7 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
   }
   void prepare(const sinew::detail::type_list&, std::optional<std::uint64_t>) override {
     order_.reset();
-    c_.reset();
+    close_client();
     {
       std::lock_guard<std::mutex> lk(m_);
       stopping_ = false;
@@ -91,8 +92,12 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
       acked_.clear();
       waiting_.clear();
     }
-    c_.emplace(o_.broker, "mqtt sink", false);
-    c_->on_publish = [this](int mid) { acked(mid); };
+    auto c = std::make_unique<detail::mqtt_client>(o_.broker, "mqtt sink", false);
+    c->on_publish = [this](int mid) { acked(mid); };
+    {
+      std::lock_guard<std::mutex> lk(client_m_);
+      c_ = std::move(c);
+    }
     c_->start();  // graph::run throws naming the broker when it cannot be reached
   }
   void consume(work_unit& u) override {
@@ -107,7 +112,7 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
       wait(lk, [&] { return acked_prefix_ == published_; }, "the broker's acknowledgements");
     }
     c_->stop(false);
-    c_.reset();
+    close_client();
   }
   void interrupt() override {
     {
@@ -120,14 +125,28 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
   bool takes_notes() const override { return true; }
   std::string label() const override { return "sink(" + who_ + ")"; }
   std::string report() const override {
+    std::string r;
+    {
+      std::lock_guard<std::mutex> lk(client_m_);
+      if (!c_) return r;
+      r = c_->state();
+    }
     std::lock_guard<std::mutex> lk(m_);
-    if (!c_) return {};
-    std::string r = c_->state();
     if (o_.qos == 1 && published_ > acked_prefix_) r += ", " + std::to_string(published_ - acked_prefix_) + " unacknowledged";
     return r;
   }
 
  private:
+  // Ends the client (its network thread) outside both locks: the thread may
+  // wait for m_ in acked(), and report() reads c_ under client_m_.
+  void close_client() {
+    std::unique_ptr<detail::mqtt_client> c;
+    {
+      std::lock_guard<std::mutex> lk(client_m_);
+      c = std::move(c_);
+    }
+  }
+
   // Waits on m_ for `ready`, interrupted by a failing or cancelled run and
   // by a lost connection when reconnecting is off.
   template <class P>
@@ -206,7 +225,8 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
   mqtt_sink_options o_;
   std::string who_;
   topic_template topic_;
-  std::optional<detail::mqtt_client> c_;
+  std::unique_ptr<detail::mqtt_client> c_;  // set and reset by the sink's thread, read by report() under client_m_
+  mutable std::mutex client_m_;
   mutable std::mutex m_;
   std::condition_variable cv_;
   bool stopping_ = false;
