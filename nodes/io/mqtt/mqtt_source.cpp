@@ -3,12 +3,10 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <optional>
 
 #include <sinew/detail/clock.hpp>
 
-#include "../message_batch.hpp"
-#include "../stream.hpp"
+#include "../message_source.hpp"
 #include "mqtt_client.hpp"
 
 namespace sinew::io {
@@ -58,10 +56,11 @@ class ack_note final : public delivery_note {
   std::uint64_t last_;
 };
 
-class mqtt_source_impl final : public detail::io_source {
+class mqtt_source_impl final : public detail::message_source {
  public:
+  // At QoS 1 one message is in flight (its callback waits for its note): one a unit.
   explicit mqtt_source_impl(mqtt_source_options o)
-      : io_source(o.batch), o_(std::move(o)), in_(std::make_shared<inbox>()), c_(o_.broker, "mqtt source", o_.qos == 1) {
+      : message_source(o.format, o.batch, o.count, o.idle_timeout, o.qos == 1), o_(std::move(o)), in_(std::make_shared<inbox>()), c_(o_.broker, "mqtt source", o_.qos == 1) {
     if (o_.qos < 0 || o_.qos > 1) throw error(c_.who() + ": QoS " + std::to_string(o_.qos) + " (0 or 1)");
     if (o_.topics.empty()) throw error(c_.who() + ": no topic to subscribe to");
     if (o_.format.multipart) throw error(c_.who() + ": an MQTT message has one payload (no multipart)");
@@ -99,11 +98,7 @@ class mqtt_source_impl final : public detail::io_source {
     }
     in_->cv.notify_all();
   }
-  std::string report() const override {
-    std::string r = c_.state() + ", " + std::to_string(messages_.load(std::memory_order_relaxed)) + " messages";
-    if (const std::uint64_t k = skipped_.load(std::memory_order_relaxed)) r += ", " + std::to_string(k) + " malformed skipped";
-    return r;
-  }
+  std::string report() const override { return c_.state() + ", " + counts(); }
 
  private:
   // The network thread: queue the message; at QoS 1 wait until the unit it
@@ -121,93 +116,53 @@ class mqtt_source_impl final : public detail::io_source {
     if (o_.qos == 1) in_->cv.wait(lk, [&] { return in_->acked >= id || in_->cut; });
   }
 
-  // The next message: 1, 0 when `deadline_ns` (or, with 0, the idle
-  // timeout) passed first, -1 when stopping. Throws when the connection was
-  // lost and reconnecting is off.
-  int take(inbox::item& it, std::uint64_t deadline_ns) {
-    const std::uint64_t idle = std::uint64_t(o_.idle_timeout.count()) * 1000000u;
-    if (!deadline_ns && idle) deadline_ns = last_ns_ + idle;
+  const std::string& who() const override { return c_.who(); }
+  // The next message into cur_. Throws when the connection was lost and
+  // reconnecting is off.
+  got receive(std::uint64_t deadline_ns) override {
     std::unique_lock<std::mutex> lk(in_->m);
     for (;;) {
       if (!in_->q.empty()) {
-        it = std::move(in_->q.front());
+        cur_ = std::move(in_->q.front());
         in_->q.pop_front();
         in_->cv.notify_all();  // room for the network thread (QoS 0)
-        messages_.fetch_add(1, std::memory_order_relaxed);
-        last_ns_ = sinew::detail::now_ns();
-        return 1;
+        return got::message;
       }
-      if (in_->stopping || wake_.signalled()) return -1;
+      if (in_->stopping || wake_.signalled()) return got::stopped;
       if (const std::string f = c_.failure(); !f.empty()) throw error(f);
       const std::uint64_t now = sinew::detail::now_ns();
-      if (deadline_ns && now >= deadline_ns) return 0;
+      if (deadline_ns && now >= deadline_ns) return got::timeout;
       // Wake at least every 100 ms to see a lost connection.
       const std::uint64_t wait = deadline_ns ? std::min<std::uint64_t>(deadline_ns - now, 100000000u) : 100000000u;
       in_->cv.wait_for(lk, std::chrono::nanoseconds(wait));
     }
   }
-
-  // A message the policy skips counts as handled: at QoS 1 it is acknowledged.
-  void handled(std::uint64_t id) {
+  std::size_t frames(detail::frame* out, std::string&) override {
+    out[0] = {cur_.payload.data(), cur_.payload.size()};
+    return 1;
+  }
+  // At QoS 1 a message the policy skips counts as handled: it is acknowledged.
+  void consumed(bool added) override {
+    if (added) {
+      last_ = cur_.id;
+      return;
+    }
     if (o_.qos != 1) return;
     {
       std::lock_guard<std::mutex> lk(in_->m);
-      in_->acked = std::max(in_->acked, id);
+      in_->acked = std::max(in_->acked, cur_.id);
     }
     in_->cv.notify_all();
   }
-
-  bool produce(unit_builder& b) override {
-    if (!batch_) {  // the first unit: the run has started. At QoS 1 one message is in flight: one a unit.
-      batch_.emplace(o_.format, batching_on() && o_.qos == 0 ? batch().records : 1, batch().bytes);
-      last_ns_ = sinew::detail::now_ns();
-    }
-    std::uint64_t deadline = 0, last = 0;
-    for (;;) {
-      if (o_.count && records_ >= *o_.count) break;
-      if (!held_) {
-        inbox::item it;
-        const int r = take(it, batch_->size() ? deadline : 0);
-        if (r < 0) break;
-        if (r == 0) {
-          if (batch_->size()) break;  // the latency bound
-          return false;               // idle: the end of the stream
-        }
-        held_ = std::move(it);
-      }
-      const detail::frame f{held_->payload.data(), held_->payload.size()};
-      const auto a = batch_->add(&f, 1);
-      if (a == detail::message_batch::added::full) break;  // held_ starts the next unit
-      const std::uint64_t id = held_->id;
-      held_.reset();
-      if (a == detail::message_batch::added::malformed) {
-        const std::string why = c_.who() + ": message " + std::to_string(id - 1) + " is not a record: " + batch_->why();
-        if (o_.format.malformed == on_malformed::skip) {
-          skipped_.fetch_add(1, std::memory_order_relaxed);
-          handled(id);
-          continue;
-        }
-        if (batch_->size() == 0) throw error(why);
-        fail_later(why);
-        break;
-      }
-      last = id;
-      if (++records_, batch_->size() == 1) deadline = sinew::detail::now_ns() + std::uint64_t(batch().latency.count()) * 1000;
-      if (batch_->full()) break;
-    }
-    if (batch_->size() == 0) return false;
-    if (o_.qos == 1) b.set_note(note_ref(new ack_note(in_, last)));
-    batch_->finish(b, batching_on());
-    return true;
+  void seal(unit_builder& b) override {
+    if (o_.qos == 1) b.set_note(note_ref(new ack_note(in_, last_)));
   }
 
   mqtt_source_options o_;
   std::shared_ptr<inbox> in_;
   detail::mqtt_client c_;
-  std::optional<detail::message_batch> batch_;
-  std::optional<inbox::item> held_;  // taken, not yet in a unit
-  std::uint64_t records_ = 0, last_ns_ = 0;
-  std::atomic<std::uint64_t> messages_{0}, skipped_{0};
+  inbox::item cur_;        // the message received last
+  std::uint64_t last_ = 0;  // the last message in the unit being filled
 };
 
 }  // namespace
