@@ -142,6 +142,31 @@ TEST_CASE("map chunks are counted once per piece the unit was split into", "[sta
   CHECK(out[3][10] == in[3][10] + 1);
 }
 
+TEST_CASE("a map sizes its tasks from its leaf's cost: cheap units run inline and costly ones still split", "[stats][tsan]") {
+  scheduler& s = default_scheduler();
+  const std::size_t units = 20;
+  SECTION("cheap: 8192 increments a unit, four tasks of the default size, inline once measured") {
+    auto in = make_items(units, 8192);
+    std::vector<std::vector<int>> out;
+    graph g(map<inc>(), {.scheduler = &s});
+    auto f = g.run(in, out);
+    f.get();
+    CHECK(f.stats().stages[0].chunks < units);  // 4 a unit unmeasured; the first unit's measure keeps the rest whole
+    REQUIRE(out.size() == units);
+    CHECK(out[7][8000] == in[7][8000] + 1);
+  }
+  SECTION("costly: 300 µs an element, one element a task allowed, split however much was measured") {
+    auto in = make_items(5, 8);
+    std::vector<std::vector<int>> out;
+    graph g(map<slow_inc>({}, {.min_task = 1}), {.scheduler = &s});
+    auto f = g.run(in, out);
+    f.get();
+    CHECK(f.stats().stages[0].chunks >= 2 * 5);
+    REQUIRE(out.size() == 5);
+    CHECK(out[4][7] == in[4][7] + 1);
+  }
+}
+
 TEST_CASE("stage counters sum what leaves add while the stage runs", "[stats][tsan]") {
   const std::size_t n = 200;
   auto in = make_items(n, 1);  // the leaf is called once per element

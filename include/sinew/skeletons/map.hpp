@@ -18,6 +18,7 @@
 #include <tuple>
 #include <utility>
 
+#include <sinew/detail/item_cost.hpp>
 #include <sinew/skeletons/leaf.hpp>
 #include <sinew/engine/node.hpp>
 #include <sinew/schedulers/scheduler.hpp>
@@ -36,7 +37,9 @@ struct map_options {
   /// Smallest number of elements (outermost indices for per-chunk functors,
   /// records for per-record ones) worth a task of its own. 0 = 2048
   /// elements / 1 index / 256 records. Lower it for costly leaves (e.g. 1
-  /// for Series, where one element is a whole integral).
+  /// for Series, where one element is a whole integral). Once the leaf's
+  /// cost per item is measured, a task also gets as many items as take
+  /// about 20 µs (detail/item_cost.hpp).
   std::size_t min_task = 0;
 };
 
@@ -152,7 +155,7 @@ class map_exec final : public row_executable {
       // Records [rb, re) of the batch; a unit that is not one is one record.
       const record_index* ix = a.records && a.records->fits(in.count()) ? a.records : nullptr;
       const std::size_t n = std::min(re, ix ? ix->size() : 1), r0 = std::min(rb, n);
-      const std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 256;
+      const std::size_t mt = cost_.task_items(min_task ? min_task : o_.min_task ? o_.min_task : 256);
       const std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       auto body = [&](std::size_t b, std::size_t e) {
         for (std::size_t i = r0 + b; i < r0 + e; ++i) {
@@ -161,18 +164,18 @@ class map_exec final : public row_executable {
           call_record(i, first, rs, ptrs, std::make_index_sequence<S::N>{});
         }
       };
-      if (n - r0 < lim || !a.sched) return body(0, n - r0), std::size_t(1);
+      if (n - r0 < lim || !a.sched) return run_inline(body, n - r0, 128);
       return split(a, n - r0, 1, mt, body);
     } else if constexpr (S::chunked) {
       const shape& dom = S::in_place ? in.shape() : out.shape();
       std::size_t rows = std::min(re, dom.ext[0]);
       std::size_t r0 = std::min(rb, rows), n = rows - r0;
-      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 1;
+      std::size_t mt = cost_.task_items(min_task ? min_task : o_.min_task ? o_.min_task : 1);
       std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       auto body = [&](std::size_t b, std::size_t e) {
         call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
       };
-      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      if (n < lim || !a.sched) return run_inline(body, n, 1);
       std::size_t inner = dom.inner() ? dom.inner() : 1;
       std::size_t g = std::max<std::size_t>(o_.grain ? o_.grain : 1, (a.grain + inner - 1) / inner);
       return split(a, n, g, mt, body);
@@ -180,13 +183,13 @@ class map_exec final : public row_executable {
       std::size_t inner = in.shape().inner();
       std::size_t rows = std::min(re, in.shape().ext[0]);
       std::size_t e0 = std::min(rb, rows) * inner, n = rows * inner - e0;
-      std::size_t mt = min_task ? min_task : o_.min_task ? o_.min_task : 2048;
+      std::size_t mt = cost_.task_items(min_task ? min_task : o_.min_task ? o_.min_task : 2048);
       std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       const shape* shp = &in.shape();
       auto body = [&](std::size_t b, std::size_t e) {
         run_elems(e0 + b, e0 + e, shp, ptrs, std::make_index_sequence<S::N>{});
       };
-      if (n < lim || !a.sched) return body(0, n), std::size_t(1);
+      if (n < lim || !a.sched) return run_inline(body, n, 1024);
       std::size_t g = std::lcm(o_.grain ? o_.grain : 1, a.grain ? a.grain : 1);  // only a split needs it
       return split(a, n, g, mt, body);
     }
@@ -194,15 +197,25 @@ class map_exec final : public row_executable {
 
   /// Parallel loop over [0, n) in blocks that are multiples of `g` (the
   /// indivisible unit), each task at least `min_items` long where possible.
+  /// The first task is timed (the cost per item sizes later splits).
   /// Returns the number of tasks.
   template <class Body>
-  static std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
+  std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
     std::size_t blocks = (n + g - 1) / g;
     std::size_t per_task = std::max<std::size_t>(1, (min_items + g - 1) / g);
     a.sched->parallel_for(blocks, per_task, [&](std::size_t bb, std::size_t be) {
-      body(bb * g, std::min(n, be * g));
+      if (bb == 0) cost_.timed(body, 0, std::min(n, be * g));
+      else body(bb * g, std::min(n, be * g));
     });
     return (blocks + per_task - 1) / per_task;
+  }
+  /// body(0, n) on this thread, timed when it has `timed_from` items or more
+  /// (two clock reads would weigh on a unit of a few elements).
+  template <class Body>
+  std::size_t run_inline(Body& body, std::size_t n, std::size_t timed_from) {
+    if (n >= timed_from) cost_.timed(body, 0, n);
+    else body(0, n);
+    return 1;
   }
 
  private:
@@ -270,6 +283,7 @@ class map_exec final : public row_executable {
   F f_;
   map_options o_;
   type_list in_t_, out_t_;
+  item_cost cost_;  // sizes tasks from the measured cost per item
 };
 
 template <class F>
