@@ -105,4 +105,40 @@ void message_batch::finish(unit_builder& b, bool batch) {
   start();
 }
 
+namespace {
+// Keeps a message's memory alive while a buffer wraps part of it.
+struct message_hold final : buffer_hook {
+  explicit message_hold(std::shared_ptr<void> m) : message(std::move(m)) {}
+  std::shared_ptr<void> message;
+};
+}  // namespace
+
+bool message_batch::adoptable(const frame* frames, std::size_t n) const {
+  if (!f_.layout || f_.layout->bytes() < adopt_from) return false;
+  const record_layout& l = *f_.layout;
+  if (!f_.multipart) return n == 1 && frames[0].size == l.bytes();
+  if (n != l.buffers.size()) return false;
+  for (std::size_t b = 0; b < n; ++b)
+    if (frames[b].size != l.shape.count() * l.buffers[b]->size) return false;
+  return true;
+}
+
+void message_batch::adopt(const frame* frames, std::size_t n, std::shared_ptr<void> message, unit_builder& b,
+                          bool batch) const {
+  const record_layout& l = *f_.layout;
+  const std::size_t per = l.shape.count();
+  b.set_shape(l.shape);
+  const char* p = static_cast<const char*>(frames[0].data);
+  for (std::size_t i = 0; i < l.buffers.size(); ++i) {
+    // A multipart message has a frame per buffer; a single frame holds them back to back.
+    const char* at = f_.multipart ? static_cast<const char*>(frames[i].data) : p;
+    buffer_ref r = buffer_ref::wrap_bytes(const_cast<char*>(at), per, *l.buffers[i]);
+    r->attach_hook(new message_hold(message));
+    b.add(std::move(r));
+    p += per * l.buffers[i]->size;
+  }
+  (void)n;
+  if (batch) b.set_records(record_index::fixed(1, l.shape));
+}
+
 }  // namespace sinew::io::detail

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,15 @@ class message_batch {
   /// Moves the records into `b` (a record batch when `batch`; one record
   /// otherwise) and starts an empty unit. Requires size() > 0.
   void finish(unit_builder& b, bool batch);
+
+  /// Binary records of this many bytes or more are not copied: see adopt().
+  static constexpr std::size_t adopt_from = 16384;
+  /// True when `frames[0, n)` are a well-formed binary record of at least
+  /// `adopt_from` bytes.
+  bool adoptable(const frame* frames, std::size_t n) const;
+  /// Makes `b` a unit of that one record whose buffers are the frames'
+  /// memory, kept alive by `message` until the last buffer goes.
+  void adopt(const frame* frames, std::size_t n, std::shared_ptr<void> message, unit_builder& b, bool batch) const;
 
  private:
   void start();

@@ -31,12 +31,26 @@ bool message_source::produce(unit_builder& b) {
         if (batch_->size()) break;  // the latency bound
         return idle_end();
       }
-      messages_.fetch_add(1, std::memory_order_relaxed);
-      last_ns_ = sinew::detail::now_ns();
+      messages_.store(messages_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
+      if (idle_ns_) last_ns_ = sinew::detail::now_ns();
     }
     frame fr[layer::max_buffers];
     std::string bad;
     const std::size_t n = frames(fr, bad);
+    if (bad.empty() && batch_->adoptable(fr, n)) {  // a large record: a unit of its own, not copied
+      if (batch_->size()) {
+        held_ = true;  // after the records before it
+        break;
+      }
+      if (std::shared_ptr<void> m = keep_message()) {
+        held_ = false;
+        consumed(true);
+        ++records_;
+        seal(b);
+        batch_->adopt(fr, n, std::move(m), b, batching_on());
+        return true;
+      }
+    }
     const auto a = bad.empty() ? batch_->add(fr, n) : message_batch::added::malformed;
     held_ = a == message_batch::added::full;
     if (held_) break;  // the first record of the next unit

@@ -3,6 +3,7 @@
 // with the records of consecutive messages.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,10 @@ class message_source : public io_source {
   virtual const std::string& who() const = 0;
   /// The kept message went into the unit (`added`) or was skipped as malformed.
   virtual void consumed(bool added) { (void)added; }
+  /// Ownership of the kept message, whose frames stay where frames() said:
+  /// a large binary record then becomes a unit of its own without a copy.
+  /// Null (the default): records are copied.
+  virtual std::shared_ptr<void> keep_message() { return nullptr; }
   /// The unit is complete (a source that asks for delivery notes adds one).
   virtual void seal(unit_builder& b) { (void)b; }
   /// No message within the idle timeout, none in the unit: end the stream

@@ -1,4 +1,5 @@
 // ZeroMQ sinks: PUSH and PUB sockets, a message a record (io/zmq.hpp).
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -8,6 +9,30 @@
 
 namespace sinew::io {
 namespace {
+
+// ZeroMQ stores messages up to this size inside the message: copying is cheaper.
+constexpr std::size_t copied_below = 64;
+
+// A unit's buffers, kept until ZeroMQ has sent every message pointing into
+// them. `left` starts high so that the I/O thread's releases cannot reach
+// zero while the sink is still sending; release(n) then takes back what was
+// not sent.
+struct unit_hold {
+  static constexpr std::size_t start = std::size_t(1) << 62;
+  std::atomic<std::size_t> left{start};
+  std::vector<buffer_ref> bufs;
+  explicit unit_hold(const layer& l) {
+    for (unsigned b = 0; b < l.size(); ++b) bufs.push_back(l[b]);
+  }
+  // The sink handed `n` frames to ZeroMQ (each releases one when sent).
+  void release(std::size_t n) { drop(start - n); }
+  // ZeroMQ's free function, on its I/O thread.
+  static void sent(void*, void* self) { static_cast<unit_hold*>(self)->drop(1); }
+  // acq_rel: every sender's reads of the buffers happen before the last drop deletes them.
+  void drop(std::size_t k) {
+    if (left.fetch_sub(k, std::memory_order_acq_rel) == k) delete this;
+  }
+};
 
 class zmq_sink_impl final : public sinew::detail::sink_impl {
  public:
@@ -47,19 +72,42 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
     who_ = s_->who;
     o_.endpoint = s_->at;
   }
+  // Frames that are slices of the unit's buffers go without a copy (a copy
+  // costs ZeroMQ an allocation per message, freed on its I/O thread): they
+  // keep the buffers alive until ZeroMQ has sent them. Frames small enough
+  // for ZeroMQ to store inline, and frames gathered into scratch_, are copied.
   void send(const layer& l, const record_index& r) {
-    detail::for_each_message(l, r, o_.multipart, scratch_, [&](const detail::frame* f, std::size_t n, const detail::frame*) {
-      if (o_.socket == zmq_socket::pub) send_frame(o_.topic.data(), o_.topic.size(), true);
-      for (std::size_t i = 0; i < n; ++i) send_frame(f[i].data, f[i].size, i + 1 < n);
-    });
+    unit_hold* hold = nullptr;
+    std::size_t held = 0;
+    try {
+      detail::for_each_message(l, r, o_.multipart, scratch_,
+                               [&](const detail::frame* f, std::size_t n, const detail::frame* bufs) {
+        if (o_.socket == zmq_socket::pub) send_frame(zmq::message_t(o_.topic.data(), o_.topic.size()), true);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (f != bufs || f[i].size <= copied_below) {
+            send_frame(zmq::message_t(f[i].data, f[i].size), i + 1 < n);
+            continue;
+          }
+          if (!hold) hold = new unit_hold(l);
+          zmq::message_t m(const_cast<void*>(f[i].data), f[i].size, &unit_hold::sent, hold);
+          ++held;  // made: ZeroMQ calls sent() once, whether it sends the frame or it is closed unsent
+          send_frame(std::move(m), i + 1 < n);
+        }
+      });
+    } catch (...) {
+      if (hold) hold->release(held);
+      throw;
+    }
+    if (hold) hold->release(held);
   }
   // A PUSH socket with no peer able to take the frame waits, until the run
   // fails or is cancelled; a PUB socket never waits (ZeroMQ drops instead).
-  void send_frame(const void* p, std::size_t n, bool more) {
+  // A frame not sent is closed (a zero-copy one gives its hold back).
+  void send_frame(zmq::message_t&& m, bool more) {
     const zmq::send_flags fl = more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait;
     for (;;) {
       try {
-        if (s_->sock.send(zmq::const_buffer(p, n), fl)) return;
+        if (s_->sock.send(m, fl)) return;
       } catch (const zmq::error_t& e) {
         throw error(who_ + ": send failed: " + e.what());
       }

@@ -46,6 +46,8 @@ class zmq_source_impl final : public detail::message_source {
     for (std::size_t i = 0; bad.empty() && i < n; ++i) out[i] = {parts_[skip + i].data(), parts_[skip + i].size()};
     return n;
   }
+  // The frames' memory does not move with the vector that owns them.
+  std::shared_ptr<void> keep_message() override { return std::make_shared<std::vector<zmq::message_t>>(std::move(parts_)); }
   got receive(std::uint64_t deadline_ns) override {
     for (;;) {
       if (wake_.signalled()) return got::stopped;
