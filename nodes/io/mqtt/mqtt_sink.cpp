@@ -162,20 +162,27 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
       publish(topic_.expand(seq, l, bufs), f[0]);
     });
   }
+  // At QoS 1 the lock is held across the publish, so that its mid is recorded
+  // before the acknowledgement can come; at QoS 0 (nothing to record) it is
+  // taken only to wait for a reconnection, and the network thread, writing
+  // the messages before, never waits for a copy of the next.
   void publish(const std::string& topic, const detail::frame& f) {
-    std::unique_lock<std::mutex> lk(m_);
-    if (o_.qos == 1) wait(lk, [&] { return published_ - acked_prefix_ < o_.max_unacked; }, "room among the unacknowledged messages");
+    std::unique_lock<std::mutex> lk(m_, std::defer_lock);
+    if (o_.qos == 1) {
+      lk.lock();
+      wait(lk, [&] { return published_ - acked_prefix_ < o_.max_unacked; }, "room among the unacknowledged messages");
+    }
     for (;;) {
       int mid = 0;
       const int rc = mosquitto_publish(c_->handle(), &mid, topic.c_str(), int(f.size), f.data, o_.qos, o_.retain);
       if (rc == MOSQ_ERR_SUCCESS) {
-        if (o_.qos == 1) mids_[mid] = published_;
-        ++published_;
+        if (o_.qos == 1) mids_[mid] = published_++;  // published_ counts only QoS 1 publishes (under m_)
         return;
       }
       if (rc != MOSQ_ERR_NO_CONN && rc != MOSQ_ERR_CONN_LOST)
         throw error(who_ + ": cannot publish to '" + topic + "': " + detail::mqtt_error(rc));
       // Not connected: wait for the network thread to reconnect.
+      if (!lk.owns_lock()) lk.lock();
       if (stopping_) throw error(who_ + ": interrupted while the broker was away");
       if (const std::string fl = c_->failure(); !fl.empty()) throw error(fl);
       cv_.wait_for(lk, std::chrono::milliseconds(50));
@@ -183,6 +190,7 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
   }
   // The network thread: the broker acknowledged publish `mid`.
   void acked(int mid) {
+    if (o_.qos == 0) return;  // called for QoS 0 publishes too, once written
     std::vector<note_ref> done;
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -230,7 +238,7 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
   mutable std::mutex m_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::uint64_t published_ = 0, acked_prefix_ = 0;  // publishes, and how many from the first are acknowledged
+  std::uint64_t published_ = 0, acked_prefix_ = 0;  // QoS 1 publishes, and how many from the first are acknowledged
   std::map<int, std::uint64_t> mids_;               // QoS 1 publishes in flight: mid -> index
   std::set<std::uint64_t> acked_;                   // acknowledged beyond the prefix
   std::vector<std::pair<std::uint64_t, note_ref>> waiting_;  // written once the prefix reaches .first

@@ -104,6 +104,7 @@ class mqtt_source_impl final : public detail::message_source {
   // The network thread: queue the message; at QoS 1 wait until the unit it
   // goes into was written by every sink (its PUBACK leaves when this returns).
   void arrived(const mosquitto_message& m) {
+    std::string payload(static_cast<const char*>(m.payload), std::size_t(m.payloadlen));  // copied outside the lock
     std::unique_lock<std::mutex> lk(in_->m);
     if (o_.qos == 0) in_->cv.wait(lk, [&] { return in_->q.size() < o_.queue || in_->stopping; });
     if (in_->stopping) {
@@ -111,8 +112,8 @@ class mqtt_source_impl final : public detail::message_source {
       return;
     }
     const std::uint64_t id = ++in_->arrived;
-    in_->q.push_back({std::string(static_cast<const char*>(m.payload), std::size_t(m.payloadlen)), id});
-    in_->cv.notify_all();
+    in_->q.push_back({std::move(payload), id});
+    if (in_->q.size() == 1) in_->cv.notify_all();  // the source waits only on an empty queue
     if (o_.qos == 1) in_->cv.wait(lk, [&] { return in_->acked >= id || in_->cut; });
   }
 
@@ -120,13 +121,14 @@ class mqtt_source_impl final : public detail::message_source {
   // The next message into cur_. Throws when the connection was lost and
   // reconnecting is off.
   got receive(std::uint64_t deadline_ns) override {
+    if (!taken_.empty()) return next();
     std::unique_lock<std::mutex> lk(in_->m);
     for (;;) {
-      if (!in_->q.empty()) {
-        cur_ = std::move(in_->q.front());
-        in_->q.pop_front();
-        in_->cv.notify_all();  // room for the network thread (QoS 0)
-        return got::message;
+      if (!in_->q.empty()) {  // all of them at once: one lock for many messages
+        const bool full = in_->q.size() >= o_.queue;
+        taken_.swap(in_->q);
+        if (full) in_->cv.notify_all();  // room for the network thread (QoS 0)
+        return next();
       }
       if (in_->stopping || wake_.signalled()) return got::stopped;
       if (const std::string f = c_.failure(); !f.empty()) throw error(f);
@@ -137,6 +139,13 @@ class mqtt_source_impl final : public detail::message_source {
       in_->cv.wait_for(lk, std::chrono::nanoseconds(wait));
     }
   }
+  got next() {
+    cur_ = std::move(taken_.front());
+    taken_.pop_front();
+    return got::message;
+  }
+  // A payload this large lives on the heap: moving the string does not move it.
+  std::shared_ptr<void> keep_message() override { return std::make_shared<std::string>(std::move(cur_.payload)); }
   std::size_t frames(detail::frame* out, std::string&) override {
     out[0] = {cur_.payload.data(), cur_.payload.size()};
     return 1;
@@ -161,7 +170,8 @@ class mqtt_source_impl final : public detail::message_source {
   mqtt_source_options o_;
   std::shared_ptr<inbox> in_;
   detail::mqtt_client c_;
-  inbox::item cur_;        // the message received last
+  std::deque<inbox::item> taken_;  // taken from the inbox, not yet received
+  inbox::item cur_;                // the message received last
   std::uint64_t last_ = 0;  // the last message in the unit being filled
 };
 
