@@ -11,7 +11,7 @@ CMAKE_FLAGS =
 
 FUZZ_BUILD  = build-fuzz
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = fuzz_graph_file fuzz_records fuzz_lines fuzz_ppm fuzz_tcp
+FUZZ_TARGETS = fuzz_graph_file fuzz_records fuzz_lines fuzz_ppm fuzz_tcp fuzz_zmq
 TSAN_BUILD  = build-tsan
 ASAN_BUILD  = build-asan
 SAN_FLAGS   := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINEW_BUILD_BENCH=OFF

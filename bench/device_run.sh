@@ -29,7 +29,7 @@ if [ "${1:-}" = prepare ]; then
   done
   # Open MPI and ZeroMQ, when sinew::mpi and sinew::zmq were built: the device has neither.
   for l in libmpi_cxx.so.40 libmpi.so.40 libopen-pal.so.40 libopen-rte.so.40 libevent_core-2.1.so.7 \
-           libevent_pthreads-2.1.so.7 libzmq.so.5 libsodium.so.23 libpgm-5.3.so.0 libnorm.so.1 libbsd.so.0 \
+           libevent_pthreads-2.1.so.7 libzmq.so.5 libmosquitto.so.1 libsodium.so.23 libpgm-5.3.so.0 libnorm.so.1 libbsd.so.0 \
            libmd.so.0 libgssapi_krb5.so.2 libkrb5.so.3 libk5crypto.so.3 libkrb5support.so.0 libkeyutils.so.1; do
     p=$(ldd $B/tools/sinew | awk -v l=$l '$1 == l { print $3 }')
     [ -n "$p" ] && cp -L "$p" dev-carry/

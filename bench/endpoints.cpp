@@ -1,12 +1,13 @@
 // endpoints: messages through a message system and back, Sinew's ZeroMQ
 // source -> map -> sink against a hand-written loop on the same library
-// (a PULL recv / work / PUSH send loop on one thread), in the same run. A
-// producer thread PUSHes N messages of 100 bytes or 64 KiB; the system under
-// test XORs every byte with a key and PUSHes each message on; a consumer
-// thread PULLs them all and checks the last. Time: first send to last
-// receive. Sinew runs map(xor) on every core and batches records
-// (docs/io.md, "Record batches").
-#include "bench.hpp"
+// (a PULL recv / work / PUSH send loop on one thread), in the same run. Two
+// producer threads PUSH N messages of 100 bytes or 64 KiB; the system under
+// test XORs every byte with a key and PUSHes each message on; two consumer
+// threads PULL them all and check the last ones. Every socket of this side
+// has an I/O thread of its own: with one for all, that thread bounded both
+// systems alike. Time: first send to last receive. Sinew runs map(xor) on
+// every core and batches records (docs/io.md, "Record batches").
+#include "endpoints.hpp"
 
 #ifdef SINEW_HAVE_ZMQ
 #include <sinew/io/zmq.hpp>
@@ -14,6 +15,7 @@
 
 #include <zmq.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,98 +26,111 @@ namespace {
 
 namespace sb = sinew_bench;
 
-constexpr std::uint8_t kKey = 90;
+using namespace sinew_bench::endpoints;
 
-struct xor_key {
-  void operator()(std::uint8_t& c) const { c = std::uint8_t(c ^ kKey); }
-};
-
-// One run's producer and consumer around a system under test that PULLs at
-// `in` and PUSHes to `out` (bound here, port picked).
+// One run's producers and consumers around a system under test that PULLs
+// at `in` and PUSHes to `out` (both bound by it). Two of each, every socket
+// on a context (and I/O thread) of its own, so that the system under test,
+// not this side, bounds the rate.
 struct harness {
-  zmq::context_t ctx;
-  zmq::socket_t push{ctx, zmq::socket_type::push}, pull{ctx, zmq::socket_type::pull};
-  std::string out;
+  static constexpr int peers = 2;
+  struct end {
+    zmq::context_t ctx{1};
+    zmq::socket_t sock;
+    explicit end(zmq::socket_type t) : sock(ctx, t) {}
+  };
+  std::vector<std::unique_ptr<end>> pushes, pulls;
   harness() {
-    pull.bind("tcp://127.0.0.1:*");
-    out = pull.get(zmq::sockopt::last_endpoint);
+    for (int i = 0; i < peers; ++i) {
+      pushes.push_back(std::make_unique<end>(zmq::socket_type::push));
+      pulls.push_back(std::make_unique<end>(zmq::socket_type::pull));
+      pulls.back()->sock.set(zmq::sockopt::rcvtimeo, 5);
+    }
   }
-  // Sends `n` copies of `payload` to `in` and receives `n` messages; "" when
-  // the last one is the payload XORed with the key.
-  std::string exchange(const std::string& in, const std::vector<std::uint8_t>& payload, std::size_t n) {
-    push.connect(in);
-    std::thread producer([&] {
-      for (std::size_t i = 0; i < n; ++i) push.send(zmq::buffer(payload), zmq::send_flags::none);
-    });
-    zmq::message_t m;
-    for (std::size_t i = 0; i < n; ++i)
-      if (!pull.recv(m)) break;
-    producer.join();
-    if (m.size() != payload.size()) return "the last message holds " + std::to_string(m.size()) + " bytes";
-    const auto* p = static_cast<const std::uint8_t*>(m.data());
-    for (std::size_t i = 0; i < payload.size(); ++i)
-      if (p[i] != (payload[i] ^ kKey)) return "byte " + std::to_string(i) + " of the last message is wrong";
+  // Sends `n` copies of `payload` to `in` and receives `n` messages from
+  // `out`; "" when the last one is the payload XORed with the key.
+  std::string exchange(const std::string& in, const std::string& out, const std::vector<std::uint8_t>& payload,
+                       std::size_t n) {
+    std::atomic<std::size_t> received{0};
+    std::vector<std::string> errs(peers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < peers; ++i) {
+      pushes[i]->sock.connect(in);
+      pulls[i]->sock.connect(out);
+      threads.emplace_back([&, i] {
+        const std::size_t mine = n / peers + (std::size_t(i) < n % peers ? 1 : 0);
+        for (std::size_t k = 0; k < mine; ++k) pushes[i]->sock.send(zmq::buffer(payload), zmq::send_flags::none);
+      });
+      // The system under test's PUSH deals its messages over both
+      // consumers: each receives until all `n` have come.
+      threads.emplace_back([&, i] {
+        zmq::message_t m;
+        while (received.load(std::memory_order_relaxed) < n) {
+          if (!pulls[i]->sock.recv(m)) continue;  // the 5 ms receive timeout: look at the count again
+          if (received.fetch_add(1, std::memory_order_relaxed) + 1 == n) errs[i] = check_xored(m.data(), m.size(), payload);  // the last
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const std::string& e : errs)
+      if (!e.empty()) return e;
     return "";
   }
 };
 
-// The hand-written loop: one thread, recv / xor / send.
-void loop_through(zmq::socket_t& in, const std::string& out, std::size_t n) {
-  zmq::context_t ctx;
-  zmq::socket_t push(ctx, zmq::socket_type::push);
-  push.connect(out);
-  zmq::message_t m;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!in.recv(m)) return;
-    auto* p = static_cast<std::uint8_t*>(m.data());
-    const std::size_t bytes = m.size();  // one call, not one per byte
-    for (std::size_t k = 0; k < bytes; ++k) p[k] = std::uint8_t(p[k] ^ kKey);
-    push.send(m, zmq::send_flags::none);
+// The hand-written loop: one thread, recv / xor / send, each socket on a
+// context of its own (as Sinew's source and sink).
+struct hand_loop {
+  zmq::context_t ctx_in{1}, ctx_out{1};
+  zmq::socket_t in{ctx_in, zmq::socket_type::pull}, out{ctx_out, zmq::socket_type::push};
+  std::string in_at, out_at;
+  hand_loop() {
+    in.bind("tcp://127.0.0.1:*");
+    out.bind("tcp://127.0.0.1:*");
+    in_at = in.get(zmq::sockopt::last_endpoint);
+    out_at = out.get(zmq::sockopt::last_endpoint);
   }
-}  // the context waits for the queued messages to leave
+  void run(std::size_t n) {
+    zmq::message_t m;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!in.recv(m)) return;
+      auto* p = static_cast<std::uint8_t*>(m.data());
+      const std::size_t bytes = m.size();  // one call, not one per byte
+      for (std::size_t k = 0; k < bytes; ++k) p[k] = std::uint8_t(p[k] ^ key);
+      out.send(m, zmq::send_flags::none);
+    }
+  }
+};
 
-void run(sb::context& ctx) {
+void run_zmq(sb::context& ctx) {
   const unsigned threads = sb::thread_count();
-  ctx.param("threads", threads);
-  struct size_case {
-    const char* name;
-    std::size_t bytes, n;
-  };
   const size_case cases[] = {
       {"100B", 100, ctx.smoke() ? 2000u : ctx.quick() ? 200000u : 1000000u},
       {"64KiB", 65536, ctx.smoke() ? 50u : ctx.quick() ? 4000u : 20000u},
   };
   for (const size_case& c : cases) {
     ctx.param(std::string("messages_") + c.name, c.n);
-    std::vector<std::uint8_t> payload(c.bytes);
-    for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = std::uint8_t(i * 131 + 7);
-    const double mb = double(c.bytes) * double(c.n) / 1e6;
+    const std::vector<std::uint8_t> msg = payload(c.bytes);
     std::string err_loop, err_sinew;
 
     std::unique_ptr<harness> h;
-    std::unique_ptr<zmq::context_t> lctx;
-    std::unique_ptr<zmq::socket_t> lin;
-    std::string lin_at;
+    std::unique_ptr<hand_loop> loop;
     auto loop_setup = [&] {
       h = std::make_unique<harness>();
-      lctx = std::make_unique<zmq::context_t>();
-      lin = std::make_unique<zmq::socket_t>(*lctx, zmq::socket_type::pull);
-      lin->bind("tcp://127.0.0.1:*");
-      lin_at = lin->get(zmq::sockopt::last_endpoint);
+      loop = std::make_unique<hand_loop>();
     };
     auto loop_run = [&] {
-      std::thread t([&] { loop_through(*lin, h->out, c.n); });
-      err_loop = h->exchange(lin_at, payload, c.n);
+      std::thread t([&] { loop->run(c.n); });
+      err_loop = h->exchange(loop->in_at, loop->out_at, msg, c.n);
       t.join();
-      lin.reset();
-      lctx.reset();
+      loop.reset();  // its contexts wait for the queued messages to leave (none are left)
       h.reset();
     };
 
     std::unique_ptr<sinew::graph> g;
     std::optional<sinew::source> src;
     std::optional<sinew::sink> snk;
-    std::string src_at;
+    std::string src_at, snk_at;
     auto sinew_setup = [&] {
       h = std::make_unique<harness>();
       sinew::io::zmq_source_options in;
@@ -127,39 +142,81 @@ void run(sb::context& ctx) {
       src = sinew::io::zmq_source(in);
       src_at = *in.bound;
       sinew::io::zmq_sink_options out;
-      out.endpoint = h->out;
+      out.endpoint = "tcp://127.0.0.1:*";
+      out.bind = true;
+      out.bound = std::make_shared<std::string>();
       snk = sinew::io::zmq_sink(out);
+      snk_at = *out.bound;
       g = std::make_unique<sinew::graph>(sinew::map<xor_key>(), sinew::graph_options{.scheduler = &sinew::default_scheduler()});
     };
     auto sinew_run = [&] {
       auto f = g->run(*src, *snk);
-      err_sinew = h->exchange(src_at, payload, c.n);
+      err_sinew = h->exchange(src_at, snk_at, msg, c.n);
       f.get();
       src.reset();
       snk.reset();
       h.reset();
     };
-    const std::string n = c.name;
-    auto to_mbs = [mb](double s) { return mb / s; };
-    auto s = ctx.measure_interleaved(
-        {{.name = n + " zmq loop", .unit = "MB/s", .better = sb::higher, .setup = loop_setup, .run = loop_run,
-          .to_metric = to_mbs, .check = [&] { return err_loop; }, .note = "one thread: recv, xor, send"},
-         {.name = n + " sinew", .unit = "MB/s", .better = sb::higher, .setup = sinew_setup, .run = sinew_run,
-          .to_metric = to_mbs, .check = [&] { return err_sinew; },
-          .note = "zmq_source(pull) -> map(xor) -> zmq_sink(push), " + std::to_string(threads) + " workers"}});
-    if (s[0]->stats.n == 0 || s[1]->stats.n == 0) continue;
-    std::vector<double> r;
-    sb::append_round_ratios(s[0]->seconds, s[1]->seconds, r);  // loop time / sinew time = sinew MB/s / loop MB/s
-    ctx.ratio("endpoints_zmq_" + n, sb::summarize(r).median, 1.0, sb::higher,
-              "Sinew MB/s / hand-written zmq loop MB/s, paired rounds (" + std::to_string(c.n) + " messages of " +
-                  std::to_string(c.bytes) + " bytes; records/s scale alike)");
+    compare(ctx, std::string("zmq ") + c.name, c,
+            {loop_setup, loop_run, "one thread: recv, xor, send", &err_loop},
+            {sinew_setup, sinew_run,
+             "zmq_source(pull) -> map(xor) -> zmq_sink(push), " + std::to_string(threads) + " workers", &err_sinew},
+            std::string("endpoints_zmq_") + c.name, "(" + std::to_string(c.n) + " messages of " + std::to_string(c.bytes) +
+            " bytes; records/s scale alike)");
   }
 }
 
-const sb::registrar reg("endpoints",
-                        "messages through ZeroMQ PULL -> xor -> PUSH: Sinew's zmq source -> map -> sink vs a "
-                        "hand-written recv/xor/send loop; MB/s at 100 B and 64 KiB",
-                        run);
-
 }  // namespace
 #endif
+
+namespace sinew_bench::endpoints {
+
+std::vector<std::uint8_t> payload(std::size_t bytes) {
+  std::vector<std::uint8_t> p(bytes);
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = std::uint8_t(i * 131 + 7);
+  return p;
+}
+
+std::string check_xored(const void* got, std::size_t size, const std::vector<std::uint8_t>& sent) {
+  if (size != sent.size()) return "a message holds " + std::to_string(size) + " bytes";
+  const auto* p = static_cast<const std::uint8_t*>(got);
+  for (std::size_t i = 0; i < size; ++i)
+    if (p[i] != (sent[i] ^ key)) return "byte " + std::to_string(i) + " of a message is wrong";
+  return "";
+}
+
+void compare(context& ctx, const std::string& label, const size_case& c, side loop, side sinew,
+             const std::string& ratio, const std::string& what) {
+  const double mb = double(c.bytes) * double(c.n) / 1e6;
+  auto to_mbs = [mb](double s) { return mb / s; };
+  auto s = ctx.measure_interleaved(
+      {{.name = label + " loop", .unit = "MB/s", .better = higher, .setup = loop.setup, .run = loop.run,
+        .to_metric = to_mbs, .check = [e = loop.error] { return *e; }, .note = loop.note},
+       {.name = label + " sinew", .unit = "MB/s", .better = higher, .setup = sinew.setup, .run = sinew.run,
+        .to_metric = to_mbs, .check = [e = sinew.error] { return *e; }, .note = sinew.note}});
+  if (s[0]->stats.n == 0 || s[1]->stats.n == 0) return;
+  std::vector<double> r;
+  append_round_ratios(s[0]->seconds, s[1]->seconds, r);  // loop time / sinew time = sinew MB/s / loop MB/s
+  ctx.ratio(ratio, summarize(r).median, 1.0, higher, "Sinew MB/s / hand-written loop MB/s, paired rounds " + what);
+}
+
+}  // namespace sinew_bench::endpoints
+
+namespace {
+
+void run(sinew_bench::context& ctx) {
+  ctx.param("threads", sinew_bench::thread_count());
+#ifdef SINEW_HAVE_ZMQ
+  run_zmq(ctx);
+#else
+  ctx.note("ZeroMQ cases skipped: built without ZeroMQ (libzmq3-dev, cppzmq-dev)");
+#endif
+  sinew_bench::endpoints::run_mqtt(ctx);
+}
+
+const sinew_bench::registrar reg("endpoints",
+                                 "messages through ZeroMQ PULL -> xor -> PUSH and MQTT brokers: Sinew's source -> map "
+                                 "-> sink vs a hand-written loop on the same library; MB/s at 100 B and 64 KiB",
+                                 run);
+
+}  // namespace

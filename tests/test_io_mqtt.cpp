@@ -8,10 +8,7 @@
 #ifdef SINEW_HAVE_MQTT
 #include <sinew/io/mqtt.hpp>
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
+#include "mosquitto_broker.hpp"
 
 #include <cstring>
 #include <mutex>
@@ -22,60 +19,10 @@ using namespace sinew_io_test;
 
 namespace {
 
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
-bool accepts(int port) {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(std::uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(s);
-  return ok;
-}
+using sinew_support::free_port;
 
 // A mosquitto broker of its own on a loopback port (empty `why` when it runs).
-struct broker {
-  int port = free_port();
-  pid_t pid = -1;
-  std::string why;
-  broker() { start(); }
-  ~broker() { kill_now(); }
-  void start() {
-    const char* exe = "/usr/sbin/mosquitto";
-    if (::access(exe, X_OK) != 0) {
-      why = "no mosquitto broker (Debian: apt-get install mosquitto)";
-      return;
-    }
-    pid = ::fork();
-    if (pid == 0) {
-      const std::string p = std::to_string(port);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
-      ::execl(exe, exe, "-p", p.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    if (!eventually([&] { return accepts(port); })) why = "mosquitto did not start";
-  }
-  void kill_now() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
+struct broker : sinew_support::mosquitto_broker {
   io::mqtt_broker at(const std::string& id = "") const {
     io::mqtt_broker b;
     b.port = port;
