@@ -34,6 +34,15 @@ if [ "${1:-}" = prepare ]; then
     p=$(ldd $B/tools/sinew | awk -v l=$l '$1 == l { print $3 }')
     [ -n "$p" ] && cp -L "$p" dev-carry/
   done
+  # The MQTT half of endpoints starts mosquitto brokers: the binary and the libraries the device lacks.
+  if [ -x /usr/sbin/mosquitto ]; then
+    mkdir -p dev-carry/mosq
+    cp /usr/sbin/mosquitto dev-carry/mosq/
+    for l in libwrap.so.0 libdlt.so.2 libnsl.so.2 libtirpc.so.3; do
+      p=$(ldd /usr/sbin/mosquitto | awk -v l=$l '$1 == l { print $3 }')
+      [ -n "$p" ] && cp -L "$p" dev-carry/mosq/
+    done
+  fi
   if [ -d build-fuzz/fuzz ]; then
     cp build-fuzz/fuzz/fuzz_* dev-carry/fuzz/
     cp -L build-fuzz/libsinew_*.so.0 dev-carry/fuzz/
@@ -146,9 +155,10 @@ case "$mode" in
   stream)  # 1 GB of lines and of 64-byte records through `sinew run` vs a one-thread loop, 5 rounds
     machine
     one stream_records 540 ./sinew-bench stream_records --reps 5 ;;
-  endpoints)  # issue 23: messages through ZeroMQ, Sinew vs a hand-written loop, 100 B and 64 KiB (about 4 min)
+  endpoints)  # issue 23: messages through ZeroMQ and MQTT, Sinew vs a hand-written loop, 100 B and 64 KiB (about 4 min)
     machine
-    one endpoints 420 ./sinew-bench endpoints ;;
+    export SINEW_MOSQUITTO=$root/$carry/mosq/mosquitto LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/$carry/mosq
+    one endpoints 480 ./sinew-bench endpoints ;;
   fuzz)  # every harness in parallel for FUZZ_SECONDS (default 560): fuzz-<harness>.log, crashes in fuzz-<harness>/
     export LD_LIBRARY_PATH=$root/$carry/fuzz:$root/$carry
     BUILD_COMMIT=$(cat fuzz/build_commit 2>/dev/null)

@@ -139,7 +139,7 @@ void run_mqtt(context& ctx) {
     size_case c;
     std::size_t window;
   } cases[] = {
-      {{"100B", 100, ctx.smoke() ? 2000u : ctx.quick() ? 100000u : 400000u}, 100000},
+      {{"100B", 100, ctx.smoke() ? 2000u : ctx.quick() ? 100000u : 200000u}, 100000},
       {{"64KiB", 65536, ctx.smoke() ? 50u : ctx.quick() ? 2000u : 8000u}, 512},
   };
   {
