@@ -145,15 +145,26 @@ TEST_CASE("map chunks are counted once per piece the unit was split into", "[sta
 TEST_CASE("a map sizes its tasks from its leaf's cost: cheap units run inline and costly ones still split", "[stats][tsan]") {
   scheduler& s = default_scheduler();
   const std::size_t units = 20;
-  SECTION("cheap: 8192 increments a unit, four tasks of the default size, inline once measured") {
-    auto in = make_items(units, 8192);
+  SECTION("cheap: 2048 increments a unit, tasks of 16 allowed: far fewer pieces once the cost is measured") {
+    // The pieces one unmeasured unit is cut into (the scheduler's loop partitioner decides how many).
+    auto one = make_items(1, 2048);
+    std::vector<std::vector<int>> out1;
+    graph g1(map<inc>({}, {.min_task = 16}), {.scheduler = &s});
+    auto f1 = g1.run(one, out1);
+    f1.get();
+    const std::uint64_t first = f1.stats().stages[0].chunks;
+    REQUIRE(first >= 2);
+    // A new map (nothing measured) on 20 units: after the first, a unit takes
+    // about 1 µs (0.5 ns an element: inline), or about 6 pieces at 60 ns an
+    // element (ThreadSanitizer); unmeasured, each would be cut like the first.
+    auto in = make_items(units, 2048);
     std::vector<std::vector<int>> out;
-    graph g(map<inc>(), {.scheduler = &s});
+    graph g(map<inc>({}, {.min_task = 16}), {.scheduler = &s});
     auto f = g.run(in, out);
     f.get();
-    CHECK(f.stats().stages[0].chunks < units);  // 4 a unit unmeasured; the first unit's measure keeps the rest whole
+    CHECK(f.stats().stages[0].chunks < first * units / 4);
     REQUIRE(out.size() == units);
-    CHECK(out[7][8000] == in[7][8000] + 1);
+    CHECK(out[7][2000] == in[7][2000] + 1);
   }
   SECTION("costly: 300 µs an element, one element a task allowed, split however much was measured") {
     auto in = make_items(5, 8);
