@@ -10,8 +10,9 @@
 namespace sinew::io {
 namespace {
 
-// ZeroMQ stores messages up to this size inside the message: copying is cheaper.
-constexpr std::size_t copied_below = 64;
+// libzmq stores a message of up to 33 bytes inside the message itself
+// (msg_t's max_vsm_size): copying such a frame allocates nothing.
+constexpr std::size_t copied_up_to = 33;
 
 // A unit's buffers, kept until ZeroMQ has sent every message pointing into
 // them. `left` starts high so that the I/O thread's releases cannot reach
@@ -84,7 +85,7 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
                                [&](const detail::frame* f, std::size_t n, const detail::frame* bufs) {
         if (o_.socket == zmq_socket::pub) send_frame(zmq::message_t(o_.topic.data(), o_.topic.size()), true);
         for (std::size_t i = 0; i < n; ++i) {
-          if (f != bufs || f[i].size <= copied_below) {
+          if (f != bufs || f[i].size <= copied_up_to) {
             send_frame(zmq::message_t(f[i].data, f[i].size), i + 1 < n);
             continue;
           }
