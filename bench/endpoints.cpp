@@ -3,7 +3,7 @@
 // (a PULL recv / work / PUSH send loop on one thread), in the same run. Two
 // producer threads PUSH N messages of 100 bytes or 64 KiB; the system under
 // test XORs every byte with a key and PUSHes each message on; two consumer
-// threads PULL them all and check the last ones. Every socket of this side
+// threads PULL them all and check the last one. Every socket of this side
 // has an I/O thread of its own: with one for all, that thread bounded both
 // systems alike. Time: first send to last receive. Sinew runs map(xor) on
 // every core and batches records (docs/io.md, "Record batches").
