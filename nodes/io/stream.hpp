@@ -257,6 +257,14 @@ class in_order {
     for (note_ref& n : unwritten_) n.written();
     unwritten_.clear();
   }
+  /// When notes wait (an at-least-once source), calls `flush()` to put
+  /// their units' bytes out of the sink's hands, then releases them.
+  template <class Flush>
+  void flush_written(Flush&& flush) {
+    if (unwritten_.empty()) return;
+    flush();
+    written();
+  }
   /// Hands the waiting notes to `f(note_ref)` (a sink that learns later
   /// that they are written: MQTT's acknowledgements).
   template <class F>
@@ -298,10 +306,7 @@ class output_sink : public sinew::detail::sink_impl {
   void prepare(const sinew::detail::type_list& out, std::optional<std::uint64_t> units) override;
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t s, const layer& l, const record_index& r) { write_unit(s, l, r); });
-    if (order_.unwritten()) {  // an at-least-once source waits for these bytes
-      w_->flush();
-      order_.written();
-    }
+    order_.flush_written([&] { w_->flush(); });
   }
   void finish() override;
   void idle() override {

@@ -218,10 +218,7 @@ class tcp_sink final : public sinew::detail::sink_impl {
   }
   void consume(work_unit& u) override {
     order_.deliver(u, [&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
-    if (order_.unwritten()) {  // an at-least-once source waits for these bytes
-      w_->flush();
-      order_.written();
-    }
+    order_.flush_written([&] { w_->flush(); });
   }
   bool takes_notes() const override { return true; }
   void finish() override {
