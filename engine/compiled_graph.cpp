@@ -13,9 +13,10 @@ const char* junction_kind_name(junction_spec::kind k) noexcept {
     case junction_spec::least_loaded: return "split(least_loaded)";
     case junction_spec::by_key: return "split(by_key)";
     case junction_spec::merge: return "merge";
-    case junction_spec::zip: break;
+    case junction_spec::zip: return "zip";
+    case junction_spec::join: break;
   }
-  return "zip";
+  return "join";
 }
 
 std::string compiled_graph::vertex_path(vertex_ref v) const {

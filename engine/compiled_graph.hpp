@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <sinew/engine/dag.hpp>
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/node.hpp>
 
@@ -34,10 +35,12 @@ struct channel_plan {
 
 /// A fan-out or fan-in vertex of a dag (docs/runtime.md, "Dags").
 struct junction_spec {
-  enum kind : std::uint8_t { broadcast, round_robin, least_loaded, by_key, merge, zip } k;
+  enum kind : std::uint8_t { broadcast, round_robin, least_loaded, by_key, merge, zip, join } k;
   std::string path;
   std::vector<std::uint32_t> ins, outs;  // channels, in declared order
   std::function<std::uint64_t(const work_unit&)> key;  // by_key
+  std::vector<std::function<std::uint64_t(const work_unit&)>> keys;  // join: one, or one per input
+  join_options join_opts;  // join
 };
 
 const char* junction_kind_name(junction_spec::kind k) noexcept;

@@ -41,6 +41,21 @@ dag::port dag::zip(std::string name, std::vector<port> ins) {
   return {add_vertex({vertex::zip, std::move(name), {}, std::move(ins)}), 0};
 }
 
+dag::port dag::join(std::string name, std::vector<port> ins, std::vector<key_function> keys, join_options o) {
+  if (ins.size() < 2) throw graph_error(name, "a join needs at least 2 inputs");
+  if (ins.size() > layer::max_buffers) throw graph_error(name, "a join takes at most 8 inputs (8 buffers a layer)");
+  if (keys.size() != 1 && keys.size() != ins.size())
+    throw graph_error(name, "a join needs one key function for every input, or one per input (" +
+                                std::to_string(ins.size()) + "), not " + std::to_string(keys.size()));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (!keys[i]) throw graph_error(name, "key function " + std::to_string(i) + " is empty");
+  if (o.window == 0) throw graph_error(name, "a join's window must hold at least 1 unit");
+  vertex v{vertex::join, std::move(name), {}, std::move(ins)};
+  v.keys = std::move(keys);
+  v.join_opts = o;
+  return {add_vertex(std::move(v)), 0};
+}
+
 std::vector<dag::port> dag::split(std::string name, port in, unsigned n, split_policy p) {
   if (n < 2 || n > 64) throw graph_error(name, "a split has 2 to 64 outputs, not " + std::to_string(n));
   vertex v{vertex::split, std::move(name), {}, {in}, n};
@@ -181,8 +196,14 @@ struct dag_compiler {
       }
       case V::tree: return compile_tree(v, x);
       case V::merge:
-      case V::zip: {
-        const std::uint32_t j = add_junction(x.k == V::merge ? junction_spec::merge : junction_spec::zip, x.name);
+      case V::zip:
+      case V::join: {
+        const std::uint32_t j = add_junction(x.k == V::merge ? junction_spec::merge
+                                             : x.k == V::zip ? junction_spec::zip
+                                                             : junction_spec::join,
+                                             x.name);
+        g.junctions[j].keys = x.keys;
+        g.junctions[j].join_opts = x.join_opts;
         type_list out{false, {}};
         bool sh = false;
         for (std::size_t i = 0; i < x.ins.size(); ++i) {
@@ -202,9 +223,9 @@ struct dag_compiler {
             out.types.insert(out.types.end(), t.types.begin(), t.types.end());
           }
         }
-        if (x.k == V::zip && !out.any && out.types.size() > layer::max_buffers)
-          throw graph_error(x.name, "the zipped unit would hold " + std::to_string(out.types.size()) +
-                                        " buffers (at most 8)");
+        if (x.k != V::merge && !out.any && out.types.size() > layer::max_buffers)
+          throw graph_error(x.name, std::string(x.k == V::zip ? "the zipped" : "the joined") + " unit would hold " +
+                                        std::to_string(out.types.size()) + " buffers (at most 8)");
         port_types[v][0] = out;
         port_shared[v][0] = sh;
         port_ch[v] = {g.add_channel({vertex_ref::junction, j}, {vertex_ref::sink, 0})};
@@ -300,8 +321,8 @@ std::string dag::whole_unit_at() const {
   for (const vertex& v : v_) {
     if (v.k == vertex::tree) {
       if (std::string w = v.root.impl()->whole_unit_leaf(v.name); !w.empty()) return w;
-    } else if (v.k == vertex::zip) {
-      return v.name + " (a zip pairs units)";
+    } else if (v.k == vertex::zip || v.k == vertex::join) {
+      return v.name + (v.k == vertex::zip ? " (a zip pairs units)" : " (a join pairs units)");
     } else if (v.k == vertex::split && v.key) {
       return v.name + " (a split by key routes units)";
     }

@@ -1,8 +1,10 @@
-// Broadcast, split, merge and zip at run time: a serial stage with several
+// Broadcast, split, merge, zip and join at run time: a serial stage with several
 // inputs or outputs. See docs/runtime.md, "Dags".
 #include "junction.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -11,6 +13,7 @@
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/engine/buffer_pool.hpp>
+#include <sinew/engine/graph.hpp>
 #include <sinew/engine/trace.hpp>
 
 #include "channel.hpp"
@@ -41,6 +44,9 @@ junction_rt::junction_rt(stage_rt& s, const junction_spec& j) : st(s), spec(j) {
   sent.assign(j.outs.size(), 0);
   ended.assign(j.ins.size(), false);
   pending_in.assign(j.ins.size(), 0);
+  joining.resize(j.k == junction_spec::join ? j.ins.size() : 0);
+  // Joined units are a stream of their own: an origin no source has.
+  join_origin = std::uint32_t(s.run->g->sources.size() + std::size_t(&j - s.run->g->junctions.data()));
   readable.store(j.ins.size() >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << j.ins.size()) - 1,
                  std::memory_order_relaxed);
 }
@@ -87,7 +93,8 @@ bool junction_rt::has_work() const noexcept {
         if (o->has_space()) return true;
       return false;
     case junction_spec::merge:
-    case junction_spec::zip: break;
+    case junction_spec::zip:
+    case junction_spec::join: break;
   }
   if (!outs[0]->has_space()) return false;
   const std::uint64_t r = readable.load(std::memory_order_seq_cst);
@@ -302,9 +309,10 @@ junction_rt::progress junction_rt::take() {
       return took;
     }
     case junction_spec::merge:
-    case junction_spec::zip: break;
+    case junction_spec::zip:
+    case junction_spec::join: break;
   }
-  if (drop && !pending.empty()) release_pending();
+  if (drop && (!pending.empty() || !joining_by_key.empty())) release_pending();
   if (!outs[0]->try_reserve()) return no_room;
   std::size_t i = 0;
   u = pop_any(i);
@@ -323,9 +331,14 @@ junction_rt::progress junction_rt::take() {
     return took;
   }
   if (spec.k == junction_spec::zip) u = add_part(i, u);
+  else if (spec.k == junction_spec::join) u = join_part(i, u);
   if (!u) {
     outs[0]->drop_reservation();
     return took;
+  }
+  if (spec.k == junction_spec::join) {
+    u->set_seq(emitted);
+    u->set_origin(join_origin);
   }
   ++emitted;
   push(0, u);
@@ -349,6 +362,7 @@ void junction_rt::input_ended(std::size_t i, work_unit* e) {
         break;
       }
   }
+  if (spec.k == junction_spec::join && !st.run->dropping()) join_input_ended(i);
   if (ended_n < ins.size()) {
     st.run->release_unit(e);
     return;
@@ -383,19 +397,23 @@ work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
   }
   // Every part is here: one unit whose layer 0 holds every input's buffers,
   // in the declared order of the inputs.
-  work_unit* out = m.parts[0];
   std::vector<work_unit*> parts = std::move(m.parts);
-  pending.erase(out->seq());
-  for (std::size_t j = 0; j < parts.size(); ++j) {
+  pending.erase(u->seq());
+  for (std::size_t j = 0; j < parts.size(); ++j)
     if (j != i && pending_in[j]-- >= window && !ended[j]) set_readable(j, true);
-    if (j == 0) continue;
+  return combine(parts);
+}
+
+work_unit* junction_rt::combine(std::vector<work_unit*>& parts) {
+  work_unit* out = parts[0];
+  for (std::size_t j = 1; j < parts.size(); ++j) {
     try {
       const layer& p = parts[j]->in();
       if (!(p.shape() == out->in().shape()))
         throw std::runtime_error("input " + std::to_string(j) + " ('" + branch(j) + "') has shape " +
                                  p.shape().str() + ", input 0 ('" + branch(0) + "') " + out->in().shape().str());
       for (unsigned b = 0; b < p.size(); ++b) out->in().add(p[b]);
-      if (parts[j]->note()) out->note().join(std::move(parts[j]->note()));  // written when the zipped unit is
+      if (parts[j]->note()) out->note().join(std::move(parts[j]->note()));  // written when the joined unit is
     } catch (...) {
       st.run->fail(spec.path, std::current_exception());
     }
@@ -408,11 +426,111 @@ work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
   return out;
 }
 
+namespace {
+// A join's waiting units of one key, per input: none left.
+template <class PerInput>
+bool none_waiting(const PerInput& per) {
+  return std::all_of(per.begin(), per.end(), [](const auto& q) { return q.empty(); });
+}
+}  // namespace
+
+work_unit* junction_rt::join_part(std::size_t i, work_unit* u) {
+  std::uint64_t key;
+  try {
+    key = (spec.keys.size() == 1 ? spec.keys[0] : spec.keys[i])(*u);
+  } catch (...) {
+    st.run->fail(spec.path, std::current_exception());
+    st.run->release_unit(u);
+    return nullptr;
+  }
+  const std::size_t n = ins.size();
+  if (auto it = joining_by_key.find(key); it != joining_by_key.end()) {
+    auto& per = it->second;
+    bool all = true;
+    for (std::size_t j = 0; j < n && all; ++j) all = j == i || !per[j].empty();
+    if (all) {  // the oldest waiting unit of this key of every other input
+      std::vector<work_unit*> parts(n, u);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const waiting_list::iterator w = per[j].front();
+        per[j].pop_front();
+        parts[j] = w->u;
+        joining[j].erase(w);
+      }
+      if (none_waiting(per)) joining_by_key.erase(it);
+      return combine(parts);
+    }
+  }
+  // It waits. Input j has ended: only the units of this key already waiting
+  // there can still match, one each, oldest first.
+  const std::size_t place = [&] {
+    auto it = joining_by_key.find(key);
+    return it == joining_by_key.end() ? std::size_t(1) : it->second[i].size() + 1;
+  }();
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j == i || !ended[j]) continue;
+    auto it = joining_by_key.find(key);
+    if (it == joining_by_key.end() || it->second[j].size() < place) {
+      unmatched(i, u, key, "input " + std::to_string(j) + " ('" + branch(j) + "') has ended");
+      return nullptr;
+    }
+  }
+  if (joining[i].size() >= spec.join_opts.window) {  // the window is full: its oldest unit goes
+    const waiting_unit w = joining[i].front();
+    auto it = joining_by_key.find(w.key);
+    assert(it != joining_by_key.end() && it->second[i].front() == joining[i].begin());
+    it->second[i].pop_front();
+    if (none_waiting(it->second)) joining_by_key.erase(it);
+    joining[i].pop_front();
+    unmatched(i, w.u, w.key,
+              std::to_string(spec.join_opts.window) + " unit(s) of its input came after it unmatched (the join's window)");
+  }
+  auto& per = joining_by_key[key];
+  per.resize(n);
+  joining[i].push_back({key, u});
+  per[i].push_back(std::prev(joining[i].end()));
+  return nullptr;
+}
+
+void junction_rt::join_input_ended(std::size_t i) {
+  for (auto it = joining_by_key.begin(); it != joining_by_key.end();) {
+    auto& per = it->second;
+    const std::size_t can = per[i].size();  // units of this key input i can still match
+    for (std::size_t a = 0; a < per.size(); ++a)
+      while (a != i && per[a].size() > can) {  // the newest first: matching takes the oldest
+        const waiting_list::iterator w = per[a].back();
+        per[a].pop_back();
+        work_unit* u = w->u;
+        joining[a].erase(w);
+        unmatched(a, u, it->first, "input " + std::to_string(i) + " ('" + branch(i) + "') has ended");
+      }
+    it = none_waiting(per) ? joining_by_key.erase(it) : std::next(it);
+  }
+}
+
+void junction_rt::unmatched(std::size_t i, work_unit* u, std::uint64_t key, const std::string& why) {
+  if (spec.join_opts.unmatched == join_unmatched::fail) {
+    st.run->fail(spec.path, std::make_exception_ptr(std::runtime_error(
+                                "unit " + std::to_string(u->seq()) + " from input " + std::to_string(i) + " ('" +
+                                branch(i) + "') with key " + std::to_string(key) + " has no match: " + why)));
+  } else {
+    // The graph has done with it: an at-least-once source acknowledges it.
+    u->note().written();
+    add_stage_counter("unmatched", 1);
+  }
+  st.run->release_unit(u);
+}
+
 void junction_rt::release_pending() {
   for (auto& [seq, m] : pending)
     for (work_unit* p : m.parts)
       if (p) st.run->release_unit(p);
   pending.clear();
+  for (waiting_list& l : joining) {
+    for (const waiting_unit& w : l) st.run->release_unit(w.u);
+    l.clear();
+  }
+  joining_by_key.clear();
   for (std::size_t i = 0; i < pending_in.size(); ++i) {
     pending_in[i] = 0;
     if (!ended[i]) set_readable(i, true);

@@ -3,7 +3,10 @@
 // "Dags").
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <list>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -19,7 +22,7 @@ struct stage_rt;
 /// in-place leaf may write it.
 void own_buffers(layer& l);
 
-/// A broadcast, split, merge or zip of a running dag. It runs as a serial
+/// A broadcast, split, merge, zip or join of a running dag. It runs as a serial
 /// stage (`st`, one activation at a time), so everything below is touched
 /// by one thread at a time; other threads read only the atomics (has_work).
 ///
@@ -65,6 +68,20 @@ struct junction_rt {
   /// A zip's part `u` from input `i`: the finished unit when every input
   /// has given its part of that seq, else null.
   work_unit* add_part(std::size_t i, work_unit* u);
+  /// A join's unit `u` from input `i`: the joined unit when every other
+  /// input has a unit of its key waiting, else null (it waits, or it can
+  /// have no match).
+  work_unit* join_part(std::size_t i, work_unit* u);
+  /// `parts[0]` holding the buffers of every part, in input order (shapes
+  /// equal), and their delivery notes; the other parts are released. Null
+  /// when the run drops its units.
+  work_unit* combine(std::vector<work_unit*>& parts);
+  /// A join's unit that can have no match: released and counted, or the
+  /// run fails (join_options::unmatched).
+  void unmatched(std::size_t i, work_unit* u, std::uint64_t key, const std::string& why);
+  /// Input `i` ended: the units of other inputs that needed one more of its
+  /// units can have no match.
+  void join_input_ended(std::size_t i);
   void release_pending();
   /// A data unit was taken: counted, and traced as an instant event.
   void taken(const work_unit& u);
@@ -85,6 +102,16 @@ struct junction_rt {
   std::unordered_map<std::uint64_t, match> pending;  // zip: by seq
   std::vector<std::size_t> pending_in;  // zip: entries with a part from input i
   std::size_t window = 0;  // zip: most entries one input may have waiting
+  struct waiting_unit {
+    std::uint64_t key;
+    work_unit* u;
+  };
+  using waiting_list = std::list<waiting_unit>;
+  // join: each input's waiting units in arrival order, and per key each
+  // input's waiting units of that key, oldest first (FIFO matching per key).
+  std::vector<waiting_list> joining;
+  std::unordered_map<std::uint64_t, std::vector<std::deque<waiting_list::iterator>>> joining_by_key;
+  std::uint32_t join_origin = 0;  // the origin of joined units: after every source's
   // Read by has_work from any thread.
   std::atomic<std::uint64_t> held_mask{0};   // bit k: held[k] is set
   std::atomic<bool> held_eos{false};         // what is held is end of stream

@@ -1,5 +1,5 @@
-// Random dags (trees, keyed splits, keyed farms, merges, zips, broadcasts,
-// several sources and sinks) against a sequential model of what each sink
+// Random dags (trees, keyed splits, keyed farms, merges, zips, joins,
+// broadcasts, several sources and sinks) against a sequential model of what each sink
 // must receive; some with a throwing leaf, some cancelled at a random time.
 // 200 dags in the suite, 10,000 in the hidden stress tag.
 #include <catch2/catch.hpp>
@@ -37,6 +37,11 @@ struct throw_if {
     *y = x;
   }
 };
+
+// A join numbers its units afresh in the order their matches complete: the
+// model and the sinks see every unit of a join's stream with this origin
+// and sequence number 0.
+constexpr std::uint32_t joined_origin = UINT32_MAX;
 
 // A unit as the model sees it.
 struct unit_m {
@@ -172,7 +177,7 @@ struct random_dag {
         stream_m out = a.units;
         out.insert(out.end(), c.units.begin(), c.units.end());
         ports.push_back({d.merge(name(), {a.p, c.p}), std::move(out), b});
-      } else {  // a zip of two outputs that carry the same sequence numbers once each
+      } else {  // a zip, or a join keyed by seq, of two outputs that carry the same sequence numbers once each
         std::vector<std::pair<std::size_t, std::size_t>> ok;
         for (std::size_t i = 0; i < ports.size(); ++i)
           for (std::size_t j = 0; j < ports.size(); ++j)
@@ -182,11 +187,15 @@ struct random_dag {
         auto [i, j] = ok[std::size_t(roll(int(ok.size())))];
         ++ports[i].readers;
         ++ports[j].readers;
+        const bool join = roll(2) == 0;
         stream_m out;
         for (const unit_m& u : ports[i].units)
           for (const unit_m& v : ports[j].units)
-            if (v.seq == u.seq) out.push_back({u.origin, u.seq, {u.bufs[0], v.bufs[0]}});
-        ports.push_back({d.zip(name(), {ports[i].p, ports[j].p}), std::move(out), 2});
+            if (v.seq == u.seq)
+              out.push_back({join ? joined_origin : u.origin, join ? 0 : u.seq, {u.bufs[0], v.bufs[0]}});
+        const dag::port p = join ? d.join(name(), {ports[i].p, ports[j].p}, {[](const work_unit& u) { return u.seq(); }})
+                                 : d.zip(name(), {ports[i].p, ports[j].p});
+        ports.push_back({p, std::move(out), 2});
       }
     }
     // Every output nobody reads goes to a sink of its own, and one more
@@ -221,8 +230,9 @@ void run_random(std::uint32_t seed_base, int graphs, int first = 0) {
     std::vector<stream_m> got(r.sink_names.size());
     graph::named_sinks snks;
     for (std::size_t k = 0; k < r.sink_names.size(); ++k)
-      snks.push_back({r.sink_names[k], for_each([&got, k](const work_unit& u) {
+      snks.push_back({r.sink_names[k], for_each([&got, k, nsrc = r.inputs.size()](const work_unit& u) {
                         unit_m m{u.origin(), u.seq(), {}};
+                        if (m.origin >= nsrc) m = {joined_origin, 0, {}};
                         for (unsigned b = 0; b < u.in().size(); ++b) {
                           auto v = u.input<int>(b);
                           m.bufs.emplace_back(v.data(), v.data() + v.size());

@@ -114,3 +114,47 @@ TEST_CASE("graph files: --verify follows a dag and catches a sink's wrong units"
   auto rr = sinew::graph_file::parse(diamond_doc, "diamond.json", {"/nodes/parts={\"split\": \"sum\", \"ways\": 2}"});
   CHECK_THROWS_WITH(sinew::verifying_sinks(rr, rr.make_sinks(sums), bad), Catch::Contains("split 'parts'"));
 }
+
+TEST_CASE("graph files: a join pairs units by key and counts the unmatched and --verify refuses it", "[json][dag][join]") {
+  // Ramps: element 0 of unit s is s mod 251, so "a" has keys 0..250 and
+  // 0..48, "b" keys 0..199: 200 pairs, 100 units without a match.
+  const char* doc = R"({
+    "sinew": 1, "name": "join",
+    "sources": {"a": {"type": "generator", "buffers": ["f32"], "shape": [8], "count": 300, "pattern": "ramp"},
+                "b": {"type": "generator", "buffers": ["f32"], "shape": [8], "count": 200, "pattern": "ramp"}},
+    "nodes": {"j": {"join": ["a", "b"], "key": {"buffer": 0, "element": 0}},
+              "sum": {"input": "j", "graph": {"map": "add"}}},
+    "sinks": {"out": {"input": "sum", "sink": {"type": "checksum"}}}
+  })";
+  for (const char* policy : {"tbb", "steal", "deal"}) {
+    INFO(policy);
+    auto f = sinew::graph_file::parse(doc, "join.json", {std::string("/scheduler=\"") + policy + "\""});
+    auto sched = f.make_scheduler(2);
+    values out;
+    auto run = f.make_graph(f.options(sched.get())).run(f.make_sources(), {{"out", recorder(out)}});
+    run.get();
+    REQUIRE(out.size() == 200);
+    // Each unit is a + b of two ramps with the same key k: 2 (k + i) mod 251.
+    std::size_t bad = 0;
+    std::map<int, int> keys;
+    for (const auto& [seq, v] : out) {
+      const int k = int(v[0] / 2);
+      ++keys[k];
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] != float(2 * ((k + int(i)) % 251))) ++bad;
+    }
+    CHECK(bad == 0);
+    CHECK(keys.size() == 200);
+    CHECK(keys.rbegin()->first == 199);
+    double unmatched = 0;
+    for (const auto& s : run.stats().stages)
+      if (s.path == "j")
+        for (const auto& [name, v] : s.counters)
+          if (name == "unmatched") unmatched = v;
+    CHECK(unmatched == 100);
+  }
+  auto f = sinew::graph_file::parse(doc, "join.json");
+  std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
+  auto rep = std::make_shared<sinew::verify_report>();
+  CHECK_THROWS_WITH(sinew::verifying_sinks(f, f.make_sinks(sums), rep), Catch::Contains("join 'j'"));
+}

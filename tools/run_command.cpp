@@ -310,6 +310,10 @@ int run_file(const run_options& o) {
                st.units_in,
                st.units_out, st.bytes_in, st.bytes_out, st.records_in, st.records_out, st.seconds, double(st.units_out) / secs,
                double(st.bytes_out) / secs / 1e6);
+  for (const auto& sg : st.stages)  // a join's dropped units (docs/json.md, "Dags")
+    for (const auto& [name, v] : sg.counters)
+      if (name == "unmatched" && v > 0)
+        std::fprintf(stderr, "sinew: join '%s': %.0f unit(s) without a match dropped\n", sg.path.c_str(), v);
   if (o.verify && code == exit_ok && !cancelled) {
     if (report->ok()) {
       std::fprintf(stderr, "verify: OK: %" PRIu64 " units equal the sequential reference%s\n", report->units,

@@ -25,7 +25,7 @@ namespace {
 struct node_entry {
   std::string name;
   json_cursor c;
-  std::string kind;  // "graph", "merge", "zip", "split", "keyed_farm"
+  std::string kind;  // "graph", "merge", "zip", "join", "split", "keyed_farm"
   std::vector<std::pair<std::string, json_cursor>> inputs;  // the name, where it is written
   std::size_t ways = 1;  // outputs it offers ("name:k" for k < ways when ways > 1)
 };
@@ -118,23 +118,36 @@ class dag_loader {
     if (outputs_.count(name)) c.fail("'" + name + "' names a source too");
     if (!c.value().is_object()) c.fail("expected a node object, got " + json_kind(c.value()));
     node_entry e{name, c, "", {}, 1};
-    for (const char* k : {"graph", "merge", "zip", "split", "keyed_farm"})
+    for (const char* k : {"graph", "merge", "zip", "join", "split", "keyed_farm"})
       if (c.has(k) && (std::strcmp(k, "graph") || !c.has("keyed_farm"))) {
-        if (!e.kind.empty()) c.fail("a node is one of graph, merge, zip, split, keyed_farm; this one has '" + e.kind +
-                                    "' and '" + k + "'");
+        if (!e.kind.empty())
+          c.fail("a node is one of graph, merge, zip, join, split, keyed_farm; this one has '" + e.kind + "' and '" + k +
+                 "'");
         e.kind = k;
       }
-    if (e.kind.empty()) c.fail("a node needs one of: graph (with input), merge, zip, split, keyed_farm");
+    if (e.kind.empty()) c.fail("a node needs one of: graph (with input), merge, zip, join, split, keyed_farm");
     if (e.kind == "graph") {
       c.expect_object({"input", "graph"}, {"input", "graph"});
       e.inputs.push_back({c.at("input").as_string(), c.at("input")});
-    } else if (e.kind == "merge" || e.kind == "zip") {
-      c.expect_object({e.kind.c_str()}, {});
+    } else if (e.kind == "merge" || e.kind == "zip" || e.kind == "join") {
+      if (e.kind == "join") {
+        c.expect_object({"join", "key", "keys", "window", "unmatched"}, {"join"});
+        if (c.has("key") == c.has("keys")) c.fail("a join needs \"key\" (for every input) or \"keys\" (one per input)");
+      } else {
+        c.expect_object({e.kind.c_str()}, {});
+      }
       json_cursor l = c.at(e.kind);
       l.expect_array();
       if (l.value().size() < 2) l.fail("a " + e.kind + " needs at least 2 inputs");
-      if (e.kind == "zip" && l.value().size() > layer::max_buffers) l.fail("a zip takes at most 8 inputs");
+      if (e.kind != "merge" && l.value().size() > layer::max_buffers) l.fail("a " + e.kind + " takes at most 8 inputs");
       for (std::size_t i = 0; i < l.value().size(); ++i) e.inputs.push_back({l.at(i).as_string(), l.at(i)});
+      if (c.has("keys")) {
+        json_cursor k = c.at("keys");
+        k.expect_array();
+        if (k.value().size() != l.value().size())
+          k.fail("one key per input: " + std::to_string(l.value().size()) + " input(s), " +
+                 std::to_string(k.value().size()) + " key(s)");
+      }
     } else if (e.kind == "split") {
       c.expect_object({"split", "ways", "policy", "key"}, {"split", "ways"});
       e.inputs.push_back({c.at("split").as_string(), c.at("split")});
@@ -256,12 +269,14 @@ class dag_loader {
       }
       mine.flows.assign(e.ways, in);
     } else {
-      v.k = e.kind == "merge" ? rv::merge : rv::zip;
+      v.k = e.kind == "merge" ? rv::merge : e.kind == "zip" ? rv::zip : rv::join;
       std::vector<dag::port> ports;
+      std::vector<key_function> keys;
       flow out;
       for (std::size_t i = 0; i < e.inputs.size(); ++i) {
         auto [p, in] = input(e.inputs[i].first, e.inputs[i].second, v.ins);
         ports.push_back(p);
+        if (e.kind == "join") keys.push_back(key_at(c.has("key") ? c.at("key") : c.at("keys").at(i), in));
         if (i == 0) {
           out = in;
           continue;
@@ -277,9 +292,18 @@ class dag_loader {
           out.types.types.insert(out.types.types.end(), in.types.types.begin(), in.types.types.end());
         }
       }
-      if (e.kind == "zip" && out.types.types.size() > layer::max_buffers)
-        c.fail("the zipped unit would hold " + std::to_string(out.types.types.size()) + " buffers (at most 8)");
-      mine.ports = {e.kind == "merge" ? d.merge(e.name, ports) : d.zip(e.name, ports)};
+      if (e.kind != "merge" && out.types.types.size() > layer::max_buffers)
+        c.fail(std::string(e.kind == "zip" ? "the zipped" : "the joined") + " unit would hold " +
+               std::to_string(out.types.types.size()) + " buffers (at most 8)");
+      if (e.kind == "join") {
+        join_options o;
+        o.window = std::size_t(c.get_uint("window", o.window, 1, std::uint64_t(1) << 30));
+        if (c.has("unmatched") && c.at("unmatched").as_choice({"drop", "fail"}) == "fail")
+          o.unmatched = join_unmatched::fail;
+        mine.ports = {d.join(e.name, ports, std::move(keys), o)};
+      } else {
+        mine.ports = {e.kind == "merge" ? d.merge(e.name, ports) : d.zip(e.name, ports)};
+      }
       mine.flows = {out};
     }
     s_.ref_dag.push_back(std::move(v));

@@ -28,11 +28,16 @@ class dag_reference {
     if (!f.replayable())
       throw error(f.origin() + ": --verify needs sources that can be read twice (" +
                   detail::comma_list(graph_file::replayable_source_types()) + ")");
-    for (const ref_vertex& v : s.ref_dag)
+    for (const ref_vertex& v : s.ref_dag) {
       if (v.k == ref_vertex::split_by_policy)
         throw error(f.origin() + ": --verify: split '" + v.name +
                     "' sends units where queues have room, which a sequential reference cannot follow (split by "
                     "\"key\" to verify)");
+      if (v.k == ref_vertex::join)
+        throw error(f.origin() + ": --verify: join '" + v.name +
+                    "' pairs units in the order its inputs deliver them and numbers them afresh, which a sequential "
+                    "reference cannot follow");
+    }
     for (const auto& src : s.sources) {
       replays_.push_back(src.plan.make(true));
       replays_.back().impl().batch_for(s.whole_unit_at);  // batches as the run's sources make them
@@ -146,7 +151,8 @@ class dag_reference {
         case ref_vertex::sink:
           for (const item& x : input(v, 0)) expected_[v.endpoint][{x.origin, seq}].push_back(x.l);
           break;
-        case ref_vertex::split_by_policy: break;  // refused by the constructor
+        case ref_vertex::split_by_policy:
+        case ref_vertex::join: break;  // refused by the constructor
       }
     }
     return true;

@@ -61,7 +61,7 @@ struct graph_file_state {
   /// The dag's vertices in an order where each follows its inputs, with the
   /// sequential reference of each tree (--verify, dag_verifier.cpp).
   struct ref_vertex {
-    enum kind { source, tree, merge, zip, split_by_key, split_by_policy, sink } k;
+    enum kind { source, tree, merge, zip, join, split_by_key, split_by_policy, sink } k;
     std::string name;
     node ref;                                       // tree (a keyed farm: one replica's)
     std::vector<std::pair<std::size_t, std::size_t>> ins;  // (vertex, output)

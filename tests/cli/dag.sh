@@ -1,7 +1,7 @@
 # A dag file through the command line: validate, run (a checksum line per
 # checksum sink; the scaled branch's equals the same tree run alone), the
 # per-endpoint --stats lines, `dot` (junctions and named endpoints), and
-# --verify (refused for a split by policy).
+# --verify (refused for a split by policy and a join), a join's unmatched units.
 source "$(dirname "$0")/common.sh" "$@"
 g="$SRC/tests/cli/diamond_dag.json"
 "$SINEW" validate "$g" >out.txt 2>&1 || fail "validate: $(cat out.txt)"
@@ -29,4 +29,16 @@ grep -q '^verify: OK: 128 units' err.txt || fail "--verify: $(cat err.txt)"
   --set '/sinks/less={"input": "spread:1", "sink": {"type": "null"}}' >out.txt 2>err.txt
 [[ $? -ne 0 ]] || fail "--verify with a split by policy: want a failure"
 grep -q "split 'spread' sends units where queues have room" err.txt || fail "--verify message: $(cat err.txt)"
-echo "ok: dag file validated, run, verified, drawn; its branch equals the tree"
+# A join by key: 2x and x*x of random values never share a key, so every
+# unit is dropped, counted in --stats and named in the summary.
+join='/nodes/pair={"join": ["scaled", "squared"], "key": {"buffer": 0, "element": 0}}'
+"$SINEW" run "$g" --stats --set "$join" >out.txt 2>err.txt || fail "run with a join: $(cat out.txt err.txt)"
+grep -q "^checksum\[out\]=[0-9a-f]\{16\} units=0 " out.txt || fail "join: units reached out: $(cat out.txt)"
+grep -q "unmatched = 128" err.txt || fail "--stats lacks the join's unmatched units: $(cat err.txt)"
+grep -q "sinew: join 'pair': 128 unit(s) without a match dropped" err.txt || fail "summary lacks the join: $(cat err.txt)"
+"$SINEW" dot "$g" --set "$join" >dot.txt 2>&1 || fail "dot with a join: $(cat dot.txt)"
+grep -q 'shape=diamond, label="pair\\njoin"' dot.txt || fail "dot lacks the join: $(cat dot.txt)"
+"$SINEW" run "$g" --verify --set "$join" >out.txt 2>err.txt
+[[ $? -ne 0 ]] || fail "--verify with a join: want a failure"
+grep -q "join 'pair' pairs units in the order its inputs deliver them" err.txt || fail "--verify join message: $(cat err.txt)"
+echo "ok: dag file validated, run, verified, drawn; its branch equals the tree; a join counted what it dropped"

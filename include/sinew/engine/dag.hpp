@@ -2,7 +2,7 @@
 /// \file dag.hpp
 /// `sinew::dag`: skeleton trees joined into a directed acyclic graph, with
 /// several named sources and sinks, fan-out (broadcast, split) and fan-in
-/// (merge, zip). Each vertex that runs a tree is compiled as a tree is by
+/// (merge, zip, join by key). Each vertex that runs a tree is compiled as a tree is by
 /// `graph`; the edges are bounded queues like the ones between stages. A
 /// `graph` built from a dag runs like one built from a tree.
 ///
@@ -44,6 +44,20 @@ enum class split_policy {
 /// The key `dag::split_by_key` routes by (units of one key go to one output,
 /// in order).
 using key_function = std::function<std::uint64_t(const work_unit&)>;
+
+/// What `dag::join` does with a unit that finds no match.
+enum class join_unmatched {
+  drop,  ///< release it, counted as the join's stage counter "unmatched"
+  fail,  ///< fail the run, naming the join, the input's branch and the key
+};
+
+/// How `dag::join` matches units.
+struct join_options {
+  /// Most units one input may have waiting for a match; a unit arriving on
+  /// an input that has this many makes its oldest waiting unit unmatched.
+  std::size_t window = 1024;
+  join_unmatched unmatched = join_unmatched::drop;
+};
 
 class dag {
  public:
@@ -89,6 +103,24 @@ class dag {
   /// auto pair = d.zip("pair", {edges, hist});   // layer 0: edge map, histogram
   /// \endcode
   port zip(std::string name, std::vector<port> ins);
+  /// Units of equal key from every input, made one unit whose layer 0 holds
+  /// the buffers of input 0, then input 1, ... (their shapes must be
+  /// equal; at most 8 buffers in all). `keys` has one function for every
+  /// input, or one per input. A unit arriving on input i is joined with the
+  /// oldest waiting unit of its key of every other input; when one has
+  /// none, it waits. Each input keeps at most `o.window` units waiting:
+  /// past it, and once an input has ended, units are unmatched
+  /// (`join_unmatched`). The joined units are numbered afresh (0, 1, ...
+  /// in the order their matches complete) with the join as their origin:
+  /// sinks order them as a stream of their own.
+  ///
+  /// \code
+  /// // readings (sensor id, value) with the latest calibration of their sensor
+  /// auto calibrated = d.join("calibrated", {readings, calibrations},
+  ///     {[](const sinew::work_unit& u) { return u.input<std::uint32_t>(0)[0]; }},
+  ///     {.window = 4096, .unmatched = sinew::join_unmatched::drop});
+  /// \endcode
+  port join(std::string name, std::vector<port> ins, std::vector<key_function> keys, join_options o = {});
   /// `n` outputs; each unit goes to one of them.
   ///
   /// \code
@@ -131,7 +163,7 @@ class dag {
 
   /// One vertex as added (read by graph's constructor).
   struct vertex {
-    enum kind { source, tree, merge, zip, split, sink } k;
+    enum kind { source, tree, merge, zip, join, split, sink } k;
     vertex(kind k_, std::string name_, node root_, std::vector<port> ins_, unsigned outs_ = 1)
         : k(k_), name(std::move(name_)), root(std::move(root_)), ins(std::move(ins_)), outs(outs_) {}
     std::string name;
@@ -140,12 +172,14 @@ class dag {
     unsigned outs = 1;            // ports it offers
     split_policy policy = split_policy::round_robin;
     key_function key;             // split by key
+    std::vector<key_function> keys;  // join: one for every input, or one per input
+    join_options join_opts;       // join
     bool serial = false;          // tree: a keyed farm's replica (no farm inside)
   };
   const std::vector<vertex>& vertices() const noexcept { return v_; }
   /// Where the dag treats a unit as a whole, so that record batches
   /// (records.hpp) would change what its sinks get: a tree's leaf that does
-  /// (node_impl::whole_unit_leaf), a zip (it pairs units) or a split by key
+  /// (node_impl::whole_unit_leaf), a zip or join (they pair units) or a split by key
   /// (it routes units). Empty when its sources may batch.
   ///
   /// \code
