@@ -154,56 +154,46 @@ void one_size(sb::context& ctx, std::size_t side, std::size_t frames, bool infor
 
   const unsigned threads = sb::thread_count();
   sinew::graph g(wl::image_pipeline(kSeed, kSigma, kThreshold, threads));
-  // The variants run interleaved (a shuffled order each round: none always
-  // follows the same one). Sinew's warm-up runs first and sets the bound
-  // the flow graph gets.
   std::size_t in_flight = 0;
-  std::vector<sb::variant> vs;
-  vs.push_back({.name = sz + "^2 sinew pipeline",
-                .unit = "images/s",
-                .better = sb::higher,
-                .setup = poison,
-                .run =
-                    [&] {
-                      auto f = g.run(in, out);
-                      f.get();
-                      in_flight = f.stats().capacity_total;
-                    },
-                .to_metric = images_per_s,
-                .check = check,
-                .note = "image_pipeline(..., farm " + std::to_string(threads) + ")"});
+  const auto& s_sinew = ctx.measure({.name = sz + "^2 sinew pipeline",
+                                     .unit = "images/s",
+                                     .better = sb::higher,
+                                     .setup = poison,
+                                     .run =
+                                         [&] {
+                                           auto f = g.run(in, out);
+                                           f.get();
+                                           in_flight = f.stats().capacity_total;
+                                         },
+                                     .to_metric = images_per_s,
+                                     .check = check,
+                                     .note = "image_pipeline(..., farm " + std::to_string(threads) + ")"});
   sinew::graph g0(wl::image_pipeline(kSeed, kSigma, kThreshold, 0));
   if (informational)
-    vs.push_back({.name = sz + "^2 sinew pipeline, no farm",
-                  .unit = "images/s",
-                  .better = sb::higher,
-                  .setup = poison,
-                  .run = [&] { g0.run(in, out).get(); },
-                  .to_metric = images_per_s,
-                  .check = check,
-                  .note = "informational: solarize not farmed"});
+    ctx.measure({.name = sz + "^2 sinew pipeline, no farm",
+                 .unit = "images/s",
+                 .better = sb::higher,
+                 .setup = poison,
+                 .run = [&] { g0.run(in, out).get(); },
+                 .to_metric = images_per_s,
+                 .check = check,
+                 .note = "informational: solarize not farmed"});
   // Same bound on images in flight as Sinew's queues (at least 2 per stage
   // when the Sinew variant was filtered out by --variant).
-  auto limit = [&] { return in_flight ? in_flight : 2 * 3 + 2 * threads; };
+  const std::size_t limit = in_flight ? in_flight : 2 * 3 + 2 * threads;
   image_pool pool(side * side);
-  vs.push_back({.name = sz + "^2 tbb flow graph",
-                .unit = "images/s",
-                .better = sb::higher,
-                .setup = poison,
-                .run = [&] { sb::peer_arena().execute([&] { flow_graph_run(in, out, pool, limit()); }); },
-                .to_metric = images_per_s,
-                .check = check,
-                .note = "limiter_node(images Sinew's queues hold), noise serial, solarize unlimited, mirror serial"});
-  const auto ss = ctx.measure_interleaved(vs);
-  ctx.param("flow_graph_limit_" + sz, limit());
-  const sb::series& s_sinew = *ss.front();
-  const sb::series& s_fg = *ss.back();
-  if (s_sinew.stats.n && s_fg.stats.n) {
-    std::vector<double> r;
-    sb::append_round_ratios(s_fg.seconds, s_sinew.seconds, r);  // images/s: Sinew's over the flow graph's
-    ctx.ratio("image_pipeline_" + sz, sb::summarize(r).median, 1.0, sb::higher,
-              "sinew images/s / flow graph images/s, " + sz + "^2 (median of paired rounds)");
-  }
+  const auto& s_fg = ctx.measure({.name = sz + "^2 tbb flow graph",
+                                  .unit = "images/s",
+                                  .better = sb::higher,
+                                  .setup = poison,
+                                  .run = [&] { sb::peer_arena().execute([&] { flow_graph_run(in, out, pool, limit); }); },
+                                  .to_metric = images_per_s,
+                                  .check = check,
+                                  .note = "limiter_node(" + std::to_string(limit) +
+                                          "), noise serial, solarize unlimited, mirror serial"});
+  if (s_sinew.stats.n && s_fg.stats.n)
+    ctx.ratio("image_pipeline_" + sz, s_sinew.stats.median / s_fg.stats.median, 1.0, sb::higher,
+              "sinew images/s / flow graph images/s, " + sz + "^2 (medians)");
 }
 
 void run(sb::context& ctx) {

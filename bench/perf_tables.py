@@ -285,9 +285,7 @@ def t_image(ms):
                 continue
             tr = mc.triad()
             bound = tr * 1e9 / (24.0 * side * side) if tr else None  # 3 stages x (4 B read + 4 B written) per pixel
-            r = {x["name"]: x for x in mc.bench("image_pipeline").get("ratios", [])}.get("image_pipeline_%d" % side)
-            paired = fmt(r["value"], 3) if r and r.get("value") is not None else ratio(s, f)
-            rows.append(["%s, %d²" % (mc.label, side), cell(s), cell(f), paired, fmt(bound),
+            rows.append(["%s, %d²" % (mc.label, side), cell(s), cell(f), ratio(s, f), fmt(bound),
                          fmt(100 * s["median"] / bound, 1) + "%" if s and bound else "—",
                          fmt(100 * f["median"] / bound, 1) + "%" if f and bound else "—"])
     return table(["machine, image", "Sinew images/s", "flow graph images/s", "Sinew / flow graph",
@@ -314,24 +312,15 @@ def t_workloads(ms):
                  ("sinew map", "tbb::parallel_for", "openmp parallel for", "sinew opencl leaf", "opencl direct")}
             if not v["sinew map"]:
                 continue
-            # The RATIO lines' values (medians of paired rounds) where the
-            # file has them, else the ratio of the medians.
-            rs = {r["name"]: r for r in mc.bench("workloads").get("ratios", [])}
-            key = "wl_%s_%s" % (case.split()[0], case.split()[1].split("^")[0])
-
-            def paired(suffix, a, b):
-                r = rs.get(key + suffix)
-                return fmt(r["value"], 3) if r and r.get("value") is not None else ratio(a, b)
             tr = mc.triad()
             lim = "—"
             if gb_per_unit and tr:
                 lim = fmt(100 * v["sinew map"]["median"] * gb_per_unit / tr, 1) + "%"
             rows.append(["%s, %s" % (mc.label, case.replace("^3", "³").replace("^2", "²")),
                          cell(v["sinew map"]), cell(v["tbb::parallel_for"]), cell(v["openmp parallel for"]),
-                         paired("_vs_tbb", v["sinew map"], v["tbb::parallel_for"]),
-                         paired("_vs_omp", v["sinew map"], v["openmp parallel for"]),
+                         ratio(v["sinew map"], v["tbb::parallel_for"]), ratio(v["sinew map"], v["openmp parallel for"]),
                          cell(v["sinew opencl leaf"]), cell(v["opencl direct"]),
-                         paired("_cl_vs_direct", v["sinew opencl leaf"], v["opencl direct"]), lim])
+                         ratio(v["sinew opencl leaf"], v["opencl direct"]), lim])
     return table(["machine, case", "Sinew map", "tbb::parallel_for", "OpenMP", "Sinew / tbb", "Sinew / OpenMP",
                   "Sinew OpenCL leaf (PoCL)", "OpenCL direct (PoCL)", "leaf / direct", "Sinew % of triad"], rows) + \
         load_note(ms, ["workloads"])

@@ -7,19 +7,15 @@
 //   sinew opencl leaf    sinew::opencl::kernel_leaf over graphs/kernels/<k>.cl (first CPU device: PoCL)
 //   opencl direct        the same .cl kernel launched straight through the OpenCL C++ bindings
 //                        (CL_MEM_USE_HOST_PTR buffers, one NDRange, map the output, finish)
-//   openmp parallel for  the same loop body, schedule(static)
+//   openmp parallel for  the same loop body, schedule(static) (last: idle OpenMP threads spin a while)
 //
-// The variants of a case are measured interleaved: each round runs every
-// variant once, in a new shuffled order, so that none always follows the
-// same one and inherits its after-effects (e.g. the previous variant's idle
-// workers still spinning while PoCL's threads need the cores; bench/README.md).
 // Every variant writes the same output array, which is spoiled before each
 // run and compared with the sequential reference of include/sinew/workloads
 // after it (bit-exact, except Saxpy under -march=native contraction and
 // Series' double-precision OpenCL maths, which get a relative tolerance).
 // Inputs come from the workloads' deterministic generators (never zero).
 //
-// RATIO lines (medians of the round-by-round ratios of the throughputs):
+// RATIO lines (medians of the throughput metrics):
 //   wl_<case>_vs_tbb        sinew map / tbb::parallel_for    target >= 0.95
 //   wl_<case>_vs_omp        sinew map / openmp               target >= 0.95
 //   wl_<case>_cl_vs_direct  sinew opencl leaf / direct       target >= 0.95
@@ -138,47 +134,33 @@ struct wl_case {
   std::function<void()> sinew, tbb, omp, cl_leaf, cl_direct;
 };
 
-/// Measures the variants of `c` interleaved; returns the Sinew map series
-/// (for the triad ratio).
+/// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
 const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
-  struct which {
-    const char* what;
-    const std::function<void()>* run;
-    bool opencl;
-    const char* note;
+  auto one = [&](const char* what, const std::function<void()>& run, bool opencl,
+                 const std::string& note) -> const sb::series* {
+    if (!run) return nullptr;
+    return &ctx.measure({.name = c.label + " " + what,
+                         .unit = c.unit,
+                         .better = sb::higher,
+                         .setup = c.poison,
+                         .run = run,
+                         .to_metric = c.to_metric,
+                         .check = opencl && c.check_cl ? c.check_cl : c.check,
+                         .note = note});
   };
-  const which all[] = {{"sinew map", &c.sinew, false, "C++ leaf, one unit"},
-                       {"tbb::parallel_for", &c.tbb, false, "auto_partitioner"},
-                       {"sinew opencl leaf", &c.cl_leaf, true, "kernel_leaf, PoCL"},
-                       {"opencl direct", &c.cl_direct, true, "same .cl, USE_HOST_PTR"},
-                       {"openmp parallel for", &c.omp, false, "schedule(static)"}};
-  std::vector<sb::variant> vs;
-  std::vector<int> index(std::size(all), -1);  // each variant's place in vs (-1: not available)
-  for (std::size_t k = 0; k < std::size(all); ++k) {
-    if (!*all[k].run) continue;
-    index[k] = int(vs.size());
-    vs.push_back({.name = c.label + " " + all[k].what,
-                  .unit = c.unit,
-                  .better = sb::higher,
-                  .setup = c.poison,
-                  .run = *all[k].run,
-                  .to_metric = c.to_metric,
-                  .check = all[k].opencl && c.check_cl ? c.check_cl : c.check,
-                  .note = all[k].note});
-  }
-  const auto ss = ctx.measure_interleaved(vs);
-  auto at = [&](std::size_t k) { return index[k] < 0 ? nullptr : ss[std::size_t(index[k])]; };
-  // a's throughput over b's, round by round: b's time over a's.
+  const auto* s = one("sinew map", c.sinew, false, "C++ leaf, one unit");
+  const auto* t = one("tbb::parallel_for", c.tbb, false, "auto_partitioner");
+  const auto* l = one("sinew opencl leaf", c.cl_leaf, true, "kernel_leaf, PoCL");
+  const auto* d = one("opencl direct", c.cl_direct, true, "same .cl, USE_HOST_PTR");
+  const auto* o = one("openmp parallel for", c.omp, false, "schedule(static)");
   auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, const char* info) {
-    if (!a || !b || !a->stats.n || !b->stats.n) return;
-    std::vector<double> r;
-    sb::append_round_ratios(b->seconds, a->seconds, r);
-    if (!r.empty()) ctx.ratio("wl_" + c.key + suffix, sb::summarize(r).median, 0.95, sb::higher, info);
+    if (a && b && a->stats.n && b->stats.n && b->stats.median > 0)
+      ctx.ratio("wl_" + c.key + suffix, a->stats.median / b->stats.median, 0.95, sb::higher, info);
   };
-  ratio(at(0), at(1), "_vs_tbb", "sinew map / tbb::parallel_for (median of paired rounds)");
-  ratio(at(0), at(4), "_vs_omp", "sinew map / openmp parallel for (median of paired rounds)");
-  ratio(at(2), at(3), "_cl_vs_direct", "sinew opencl leaf / direct OpenCL launch (median of paired rounds)");
-  return at(0);
+  ratio(s, t, "_vs_tbb", "sinew map / tbb::parallel_for (medians)");
+  ratio(s, o, "_vs_omp", "sinew map / openmp parallel for (medians)");
+  ratio(l, d, "_cl_vs_direct", "sinew opencl leaf / direct OpenCL launch (medians)");
+  return s;
 }
 
 std::string size_label(std::size_t n) {
