@@ -306,10 +306,11 @@ def t_workloads(ms):
         for mc in ms:
             if not mc.bench("workloads"):
                 if case == WL_CASES[0][0]:
-                    rows.append(pending_row(mc, 10, "workloads"))
+                    rows.append(pending_row(mc, 11, "workloads"))
                 continue
             v = {k: mc.m("workloads", "%s %s" % (case, k)) for k in
-                 ("sinew map", "tbb::parallel_for", "openmp parallel for", "sinew opencl leaf", "opencl direct")}
+                 ("sinew map", "tbb::parallel_for", "openmp parallel for", "sinew opencl leaf", "opencl direct",
+                  "sinew opencl leaf, steal")}
             if not v["sinew map"]:
                 continue
             tr = mc.triad()
@@ -320,9 +321,11 @@ def t_workloads(ms):
                          cell(v["sinew map"]), cell(v["tbb::parallel_for"]), cell(v["openmp parallel for"]),
                          ratio(v["sinew map"], v["tbb::parallel_for"]), ratio(v["sinew map"], v["openmp parallel for"]),
                          cell(v["sinew opencl leaf"]), cell(v["opencl direct"]),
-                         ratio(v["sinew opencl leaf"], v["opencl direct"]), lim])
+                         ratio(v["sinew opencl leaf"], v["opencl direct"]),
+                         ratio(v["sinew opencl leaf, steal"], v["opencl direct"]), lim])
     return table(["machine, case", "Sinew map", "tbb::parallel_for", "OpenMP", "Sinew / tbb", "Sinew / OpenMP",
-                  "Sinew OpenCL leaf (PoCL)", "OpenCL direct (PoCL)", "leaf / direct", "Sinew % of triad"], rows) + \
+                  "Sinew OpenCL leaf (PoCL)", "OpenCL direct (PoCL)", "leaf / direct", "leaf on steal / direct",
+                  "Sinew % of triad"], rows) + \
         load_note(ms, ["workloads"])
 
 

@@ -5,6 +5,8 @@
 //   sinew map            sinew::map<Leaf> from include/sinew/workloads (C++ leaf)
 //   tbb::parallel_for    the same loop body, default (auto) partitioner
 //   sinew opencl leaf    sinew::opencl::kernel_leaf over graphs/kernels/<k>.cl (first CPU device: PoCL)
+//   ..., steal           the same graph on the `steal` scheduler, whose idle workers park
+//                        (docs/performance.md, gaps, item 2: oneTBB's spin beside PoCL's threads)
 //   opencl direct        the same .cl kernel launched straight through the OpenCL C++ bindings
 //                        (CL_MEM_USE_HOST_PTR buffers, one NDRange, map the output, finish)
 //   openmp parallel for  the same loop body, schedule(static) (last: idle OpenMP threads spin a while)
@@ -19,6 +21,7 @@
 //   wl_<case>_vs_tbb        sinew map / tbb::parallel_for    target >= 0.95
 //   wl_<case>_vs_omp        sinew map / openmp               target >= 0.95
 //   wl_<case>_cl_vs_direct  sinew opencl leaf / direct       target >= 0.95
+//   wl_<case>_cl_steal_vs_direct  the same, the leaf on steal  target >= 0.95
 //   wl_saxpy_<n>_vs_triad   sinew map GB/s / STREAM triad GB/s (triad.hpp)  target >= 0.85
 
 #include <algorithm>
@@ -131,8 +134,15 @@ struct wl_case {
   std::function<void()> poison;
   std::function<std::string()> check;      ///< C++ variants
   std::function<std::string()> check_cl;   ///< OpenCL variants (null: `check`)
-  std::function<void()> sinew, tbb, omp, cl_leaf, cl_direct;
+  std::function<void()> sinew, tbb, omp, cl_leaf, cl_leaf_steal, cl_direct;
 };
+
+/// The options of the kernel leaves' second graph: the `steal` scheduler,
+/// as many workers as the peers.
+sinew::graph_options on_steal() {
+  static const std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
+  return {.scheduler = s.get()};
+}
 
 /// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
 const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
@@ -151,6 +161,7 @@ const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
   const auto* s = one("sinew map", c.sinew, false, "C++ leaf, one unit");
   const auto* t = one("tbb::parallel_for", c.tbb, false, "auto_partitioner");
   const auto* l = one("sinew opencl leaf", c.cl_leaf, true, "kernel_leaf, PoCL");
+  const auto* ls = one("sinew opencl leaf, steal", c.cl_leaf_steal, true, "the same on the steal scheduler");
   const auto* d = one("opencl direct", c.cl_direct, true, "same .cl, USE_HOST_PTR");
   const auto* o = one("openmp parallel for", c.omp, false, "schedule(static)");
   auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, const char* info) {
@@ -160,6 +171,7 @@ const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
   ratio(s, t, "_vs_tbb", "sinew map / tbb::parallel_for (medians)");
   ratio(s, o, "_vs_omp", "sinew map / openmp parallel for (medians)");
   ratio(l, d, "_cl_vs_direct", "sinew opencl leaf / direct OpenCL launch (medians)");
+  ratio(ls, d, "_cl_steal_vs_direct", "sinew opencl leaf on steal / direct OpenCL launch (medians)");
   return s;
 }
 
@@ -239,12 +251,16 @@ void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl;
+  std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
-                                          scl::arg::scalar(a), scl::arg::count()})));
-    c.cl_leaf = [&] { gl->run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
+                                          scl::arg::scalar(a), scl::arg::count()})); };
+    gl.emplace(leaf());
+    gs.emplace(leaf(), on_steal());
+    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
+    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
     k = dcl->kernel("saxpy.cl", "saxpy");
     c.cl_direct = [&] {
       auto bx = dcl->wrap(in.x.data(), n, CL_MEM_READ_ONLY), by = dcl->wrap(in.y.data(), n, CL_MEM_READ_ONLY);
@@ -294,11 +310,15 @@ void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   c.sinew = [&] { g.run(wl::series_source(n), sinew::into(out)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl;
+  std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()})));
-    c.cl_leaf = [&] { gl->run(wl::series_source(n), sinew::into(out)).get(); };
+    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()})); };
+    gl.emplace(leaf());
+    gs.emplace(leaf(), on_steal());
+    auto run_on = [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); };
+    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
+    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
     k = dcl->kernel("series.cl", "series");
     c.cl_direct = [&] {
       auto bo = dcl->wrap(out[0].data(), n, CL_MEM_WRITE_ONLY);
@@ -332,13 +352,17 @@ void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl;
+  std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
+    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
                                           scl::arg::scalar(lo), scl::arg::scalar(hi), scl::arg::cols(),
-                                          scl::arg::rows()})));
-    c.cl_leaf = [&] { gl->run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
+                                          scl::arg::rows()})); };
+    gl.emplace(leaf());
+    gs.emplace(leaf(), on_steal());
+    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
+    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
+    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
     k = dcl->kernel("segmentation.cl", "segmentation");
     c.cl_direct = [&] {
       auto bi = dcl->wrap(vol.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(seg.data(), n, CL_MEM_WRITE_ONLY);
@@ -373,12 +397,16 @@ void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl;
+  std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    gl.emplace(scl::kernel_leaf(leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
-                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()})));
-    c.cl_leaf = [&] { gl->run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
+    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
+                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()})); };
+    gl.emplace(leaf());
+    gs.emplace(leaf(), on_steal());
+    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
+    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
+    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
     k = dcl->kernel("solarize.cl", "solarize");
     c.cl_direct = [&] {
       auto bi = dcl->wrap(img.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(out.data(), n, CL_MEM_WRITE_ONLY);
