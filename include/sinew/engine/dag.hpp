@@ -115,8 +115,8 @@ class dag {
   /// sinks order them as a stream of their own.
   ///
   /// \code
-  /// // readings (sensor id, value) with the latest calibration of their sensor
-  /// auto calibrated = d.join("calibrated", {readings, calibrations},
+  /// // each order (order id, ...) with the payment of the same order id
+  /// auto paid = d.join("paid", {orders, payments},
   ///     {[](const sinew::work_unit& u) { return u.input<std::uint32_t>(0)[0]; }},
   ///     {.window = 4096, .unmatched = sinew::join_unmatched::drop});
   /// \endcode
