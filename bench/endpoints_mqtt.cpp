@@ -181,9 +181,9 @@ void run_mqtt(context& ctx) {
       in.format = sinew::io::message_format::binary(sinew::io::record_layout::of<std::uint8_t>(sinew::shape::d1(c.bytes)));
       in.count = c.n;
       src = sinew::io::mqtt_source(in);
-      // Connected; its subscription left with the connection: give the SUBACK time.
-      while (src->impl().report().rfind("connected", 0) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // Until the broker acknowledged the subscription (the report then loses "subscribing").
+      for (std::string r; (r = src->impl().report()).rfind("connected", 0) != 0 || r.find("subscribing") != std::string::npos;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       sinew::io::mqtt_sink_options out;
       out.broker.port = h->b.port;
       out.topic = "out";

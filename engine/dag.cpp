@@ -116,7 +116,7 @@ struct dag_compiler {
   using V = dag::vertex;
 
   std::uint32_t add_junction(junction_spec::kind k, std::string path) {
-    g.junctions.push_back({k, std::move(path), {}, {}, {}});
+    g.junctions.push_back({k, std::move(path), {}, {}, {}, {}, {}});
     return std::uint32_t(g.junctions.size() - 1);
   }
 

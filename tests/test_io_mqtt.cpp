@@ -10,9 +10,12 @@
 
 #include "mosquitto_broker.hpp"
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 using namespace sinew;
 using namespace sinew_io_test;
@@ -23,6 +26,7 @@ using sinew_support::free_port;
 
 // A mosquitto broker of its own on a loopback port (empty `why` when it runs).
 struct broker : sinew_support::mosquitto_broker {
+  using sinew_support::mosquitto_broker::mosquitto_broker;
   io::mqtt_broker at(const std::string& id = "") const {
     io::mqtt_broker b;
     b.port = port;
@@ -37,10 +41,12 @@ struct broker : sinew_support::mosquitto_broker {
     return;                                                         \
   }
 
-// Waits until the source has connected (its subscription follows at once).
+// Waits until the broker has acknowledged the source's subscriptions.
 void subscribed(const source& s) {
-  REQUIRE(eventually([&] { return s.impl().report().rfind("connected", 0) == 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the SUBACK
+  REQUIRE(eventually([&] {
+    const std::string r = s.impl().report();
+    return r.rfind("connected", 0) == 0 && r.find("subscribing") == std::string::npos;
+  }));
 }
 
 io::record_layout rec16() { return io::record_layout::of<std::uint8_t>(shape::d1(16)); }
@@ -252,6 +258,96 @@ TEST_CASE("io MQTT faults: no broker, malformed messages, bad topics", "[io][mqt
   } else {
     CHECK_THROWS_WITH(f.get(), Catch::Contains("message 1 is not a record: 5 bytes where a record of the layout u8 [16] has 16"));
     CHECK(seen == 1);
+  }
+}
+
+// A minimal MQTT 3.1.1 broker for one client: CONNACK to CONNECT, and to
+// SUBSCRIBE a SUBACK granting QoS 0 to every filter but those starting with
+// "closed", which it refuses (0x80), as a broker's access rules may.
+struct refusing_broker {
+  int port = 0;
+  int listener = -1;
+  std::thread t;
+  refusing_broker() {
+    listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    REQUIRE(::listen(listener, 4) == 0);
+    t = std::thread([this] { serve(); });
+  }
+  ~refusing_broker() {
+    ::shutdown(listener, SHUT_RDWR);
+    ::close(listener);
+    t.join();
+  }
+  static bool read_all(int fd, unsigned char* p, std::size_t n) {
+    for (std::size_t k = 0; k < n;) {
+      const ssize_t r = ::recv(fd, p + k, n - k, 0);
+      if (r <= 0) return false;
+      k += std::size_t(r);
+    }
+    return true;
+  }
+  void serve() {
+    const int c = ::accept(listener, nullptr, nullptr);
+    if (c < 0) return;
+    for (;;) {
+      unsigned char h = 0, b = 0;
+      if (!read_all(c, &h, 1)) break;
+      std::size_t len = 0, shift = 0;
+      do {
+        if (!read_all(c, &b, 1)) break;
+        len |= std::size_t(b & 127) << shift;
+        shift += 7;
+      } while (b & 128);
+      std::vector<unsigned char> body(len);
+      if (len && !read_all(c, body.data(), len)) break;
+      std::vector<unsigned char> reply;
+      if ((h >> 4) == 1) reply = {0x20, 0x02, 0x00, 0x00};  // CONNECT -> CONNACK, accepted
+      if ((h >> 4) == 12) reply = {0xD0, 0x00};             // PINGREQ -> PINGRESP
+      if ((h >> 4) == 8) {                                   // SUBSCRIBE -> SUBACK
+        std::vector<unsigned char> codes;
+        for (std::size_t k = 2; k + 2 <= body.size();) {
+          const std::size_t n = std::size_t(body[k]) << 8 | body[k + 1];
+          const std::string filter(body.begin() + long(k + 2), body.begin() + long(k + 2 + n));
+          codes.push_back(filter.rfind("closed", 0) == 0 ? 0x80 : 0x00);
+          k += 2 + n + 1;  // length, filter, requested QoS
+        }
+        reply = {0x90, static_cast<unsigned char>(2 + codes.size()), body[0], body[1]};
+        reply.insert(reply.end(), codes.begin(), codes.end());
+      }
+      if (!reply.empty() && ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL) < 0) break;
+    }
+    ::close(c);
+  }
+};
+
+TEST_CASE("io an MQTT source reports subscribing until the broker acknowledges and fails on a refused filter", "[io][mqtt]") {
+  io::mqtt_source_options in;
+  in.format = io::message_format::binary(rec16());
+  in.count = 1;
+  in.broker.reconnect = false;
+  SECTION("acknowledged") {
+    refusing_broker b;
+    in.broker.port = b.port;
+    in.topics = {"open/#"};
+    auto ok = io::mqtt_source(in);
+    subscribed(ok);
+    CHECK_THAT(ok.impl().report(), Catch::StartsWith("connected, 0 messages"));
+  }
+  SECTION("refused") {
+    refusing_broker b;
+    in.broker.port = b.port;
+    in.topics = {"open/#", "closed/#"};
+    graph g(map<keep<std::uint8_t>>());
+    auto f = g.run(io::mqtt_source(in), discard());
+    REQUIRE(f.wait_for(std::chrono::seconds(30)));
+    CHECK_THROWS_WITH(f.get(), Catch::Contains("the broker refused the subscription to 'closed/#'"));
   }
 }
 

@@ -35,6 +35,7 @@ mqtt_client::mqtt_client(const mqtt_broker& b, const std::string& what, bool per
   mosquitto_disconnect_callback_set(m_, &mqtt_client::disconnected);
   mosquitto_message_callback_set(m_, &mqtt_client::message);
   mosquitto_publish_callback_set(m_, &mqtt_client::published);
+  mosquitto_subscribe_callback_set(m_, &mqtt_client::subscribed);
   mosquitto_reconnect_delay_set(m_, 1, 30, true);
   mosquitto_int_option(m_, MOSQ_OPT_TCP_NODELAY, 1);
 }
@@ -78,6 +79,11 @@ std::string mqtt_client::failure() const {
   return failed_;
 }
 
+void mqtt_client::fail(std::string why) {
+  std::lock_guard<std::mutex> lk(m_failed_);
+  if (failed_.empty()) failed_ = std::move(why);
+}
+
 void mqtt_client::connected(mosquitto*, void* self, int rc) {
   auto* c = static_cast<mqtt_client*>(self);
   if (rc != 0) return;  // refused (CONNACK): the network thread tries again
@@ -91,10 +97,7 @@ void mqtt_client::disconnected(mosquitto* m, void* self, int rc) {
   c->connected_ = false;
   if (rc == 0 || c->stopping_) return;  // asked for
   if (!c->b_.reconnect) {
-    {
-      std::lock_guard<std::mutex> lk(c->m_failed_);
-      c->failed_ = c->who_ + ": the connection to the broker was lost (" + mqtt_error(rc) + ")";
-    }
+    c->fail(c->who_ + ": the connection to the broker was lost (" + mqtt_error(rc) + ")");
     mosquitto_disconnect(m);  // no reconnection
   }
 }
@@ -107,6 +110,11 @@ void mqtt_client::message(mosquitto*, void* self, const mosquitto_message* msg) 
 void mqtt_client::published(mosquitto*, void* self, int mid) {
   auto* c = static_cast<mqtt_client*>(self);
   if (c->on_publish) c->on_publish(mid);
+}
+
+void mqtt_client::subscribed(mosquitto*, void* self, int mid, int n, const int* granted) {
+  auto* c = static_cast<mqtt_client*>(self);
+  if (c->on_subscribe) c->on_subscribe(mid, n, granted);
 }
 
 }  // namespace sinew::io::detail

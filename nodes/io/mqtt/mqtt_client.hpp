@@ -22,10 +22,12 @@ class mqtt_client {
   mqtt_client& operator=(const mqtt_client&) = delete;
 
   /// Called on the network thread: after each (re)connection, for each
-  /// message, for each acknowledged publish (mid).
+  /// message, for each acknowledged publish (mid), for each acknowledged
+  /// subscription (mid, the QoS granted per topic filter; 128: refused).
   std::function<void()> on_connect;
   std::function<void(const mosquitto_message&)> on_message;
   std::function<void(int)> on_publish;
+  std::function<void(int mid, int n, const int* granted)> on_subscribe;
 
   /// Connects (blocking; throws naming the broker) and starts the network thread.
   void start();
@@ -39,14 +41,18 @@ class mqtt_client {
   const std::string& who() const noexcept { return who_; }
   /// "connected, 2 reconnects" for reports.
   std::string state() const;
-  /// The lost connection when reconnecting is off, else empty.
+  /// The lost connection when reconnecting is off, or what `fail` recorded
+  /// first; else empty.
   std::string failure() const;
+  /// Records `why` as the failure (the first one stays).
+  void fail(std::string why);
 
  private:
   static void connected(mosquitto*, void* self, int rc);
   static void disconnected(mosquitto*, void* self, int rc);
   static void message(mosquitto*, void* self, const mosquitto_message* msg);
   static void published(mosquitto*, void* self, int mid);
+  static void subscribed(mosquitto*, void* self, int mid, int n, const int* granted);
 
   mosquitto* m_ = nullptr;
   mqtt_broker b_;

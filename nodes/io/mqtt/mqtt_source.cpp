@@ -1,8 +1,12 @@
 // MQTT sources: topic filters at QoS 0 (at most once) or 1 (at least once,
 // end to end through delivery notes), a message a record (io/mqtt.hpp).
+#include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include <sinew/detail/clock.hpp>
 
@@ -67,8 +71,25 @@ class mqtt_source_impl final : public detail::message_source {
     if (o_.format.layout) o_.format.layout->check(c_.who());
     for (const std::string& t : o_.topics)
       if (const std::string e = mqtt_filter_error(t); !e.empty()) throw error(c_.who() + ": " + e);
+    // Subscribed once the broker acknowledged every filter (again after a
+    // reconnection); a filter it refuses fails the run, naming it.
     c_.on_connect = [this] {
-      for (const std::string& t : o_.topics) mosquitto_subscribe(c_.handle(), nullptr, t.c_str(), o_.qos);
+      std::lock_guard<std::mutex> lk(subs_m_);
+      subscribed_.store(false, std::memory_order_relaxed);
+      subs_.clear();
+      for (const std::string& t : o_.topics) {
+        int mid = 0;
+        if (mosquitto_subscribe(c_.handle(), &mid, t.c_str(), o_.qos) == MOSQ_ERR_SUCCESS) subs_[mid] = t;
+      }
+    };
+    c_.on_subscribe = [this](int mid, int n, const int* granted) {
+      std::lock_guard<std::mutex> lk(subs_m_);
+      auto it = subs_.find(mid);
+      if (it == subs_.end()) return;
+      for (int i = 0; i < n; ++i)
+        if (granted[i] < 0 || granted[i] > 2) c_.fail(c_.who() + ": the broker refused the subscription to '" + it->second + "'");
+      subs_.erase(it);
+      if (subs_.empty()) subscribed_.store(true, std::memory_order_relaxed);
     };
     c_.on_message = [this](const mosquitto_message& m) { arrived(m); };
     c_.start();
@@ -98,7 +119,9 @@ class mqtt_source_impl final : public detail::message_source {
     }
     in_->cv.notify_all();
   }
-  std::string report() const override { return c_.state() + ", " + counts(); }
+  std::string report() const override {
+    return c_.state() + (subscribed_.load(std::memory_order_relaxed) ? "" : ", subscribing") + ", " + counts();
+  }
 
  private:
   // The network thread: queue the message; at QoS 1 wait until the unit it
@@ -169,6 +192,9 @@ class mqtt_source_impl final : public detail::message_source {
 
   mqtt_source_options o_;
   std::shared_ptr<inbox> in_;
+  std::mutex subs_m_;                // guards subs_ (the network thread's callbacks)
+  std::map<int, std::string> subs_;  // subscriptions not acknowledged yet: mid -> filter
+  std::atomic<bool> subscribed_{false};
   detail::mqtt_client c_;
   std::deque<inbox::item> taken_;  // taken from the inbox, not yet received
   inbox::item cur_;                // the message received last
