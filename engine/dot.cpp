@@ -168,7 +168,10 @@ std::string to_dot(const graph& g, const run_stats* st) {
   for (std::size_t j = 0; j < cg.junctions.size(); ++j) {
     os << "  j" << j << " [shape=diamond, label=\"" << esc(cg.junctions[j].path) << "\\n"
        << detail::junction_kind_name(cg.junctions[j].k);
-    if (st) os << "\\nunits " << st->stages[n + j].units;
+    if (st) {
+      os << "\\nunits " << st->stages[n + j].units;
+      for (const auto& [name, v] : st->stages[n + j].counters) os << "\\n" << esc(name) << " " << v;  // a join's "unmatched"
+    }
     os << "\"];\n";
   }
   for (std::size_t i = 0; i < cg.sinks.size(); ++i) {

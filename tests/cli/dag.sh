@@ -38,6 +38,8 @@ grep -q "unmatched = 128" err.txt || fail "--stats lacks the join's unmatched un
 grep -q "sinew: join 'pair': 128 unit(s) without a match dropped" err.txt || fail "summary lacks the join: $(cat err.txt)"
 "$SINEW" dot "$g" --set "$join" >dot.txt 2>&1 || fail "dot with a join: $(cat dot.txt)"
 grep -q 'shape=diamond, label="pair\\njoin"' dot.txt || fail "dot lacks the join: $(cat dot.txt)"
+"$SINEW" dot "$g" --run --set "$join" >dot.txt 2>&1 || fail "dot --run with a join: $(cat dot.txt)"
+grep -q 'label="pair\\njoin\\nunits 128\\nunmatched 128"' dot.txt || fail "dot --run lacks the join's unmatched units: $(cat dot.txt)"
 "$SINEW" run "$g" --verify --set "$join" >out.txt 2>err.txt
 [[ $? -ne 0 ]] || fail "--verify with a join: want a failure"
 grep -q "join 'pair' pairs units in the order its inputs deliver them" err.txt || fail "--verify join message: $(cat err.txt)"
