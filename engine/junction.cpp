@@ -461,12 +461,14 @@ work_unit* junction_rt::join_part(std::size_t i, work_unit* u) {
       return combine(parts);
     }
   }
-  // It waits. Input j has ended: only the units of this key already waiting
-  // there can still match, one each, oldest first.
-  const std::size_t place = [&] {
-    auto it = joining_by_key.find(key);
-    return it == joining_by_key.end() ? std::size_t(1) : it->second[i].size() + 1;
-  }();
+  // It waits, at `place` among the waiting units of its key of input i
+  // (after the window's oldest unit has gone, when the window is full). An
+  // input j that has ended can match only the units of this key waiting
+  // there, one each, oldest first.
+  const bool full = joining[i].size() >= spec.join_opts.window;
+  std::size_t place = 1;
+  if (auto it = joining_by_key.find(key); it != joining_by_key.end()) place += it->second[i].size();
+  if (full && joining[i].front().key == key) --place;
   for (std::size_t j = 0; j < n; ++j) {
     if (j == i || !ended[j]) continue;
     auto it = joining_by_key.find(key);
@@ -475,7 +477,7 @@ work_unit* junction_rt::join_part(std::size_t i, work_unit* u) {
       return nullptr;
     }
   }
-  if (joining[i].size() >= spec.join_opts.window) {  // the window is full: its oldest unit goes
+  if (full) {  // the window's oldest unit goes
     const waiting_unit w = joining[i].front();
     auto it = joining_by_key.find(w.key);
     assert(it != joining_by_key.end() && it->second[i].front() == joining[i].begin());
