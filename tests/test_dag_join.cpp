@@ -220,6 +220,39 @@ TEST_CASE("dag join units without a match after an input ended fail the run nami
   }
 }
 
+TEST_CASE("dag join of a capacity-1 slow branch and an unordered wide one matches every unit", "[dag][join][tsan]") {
+  // Out of one broadcast: the slow branch copies, the fast one doubles out of
+  // order; every unit's key (its index) reaches the join on both inputs.
+  struct slow_copy {
+    void operator()(int x, int* y) const {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      *y = x;
+    }
+  };
+  std::vector<int> keys(300);
+  std::iota(keys.begin(), keys.end(), 0);
+  auto items = keyed(keys);
+  for (const char* p : policies) {
+    INFO(p);
+    auto s = make_scheduler(p, {.threads = 2, .pin = false});
+    dag d;
+    auto in = d.source("in");
+    auto slow = d.add("slow", pipeline(map<slow_copy>(), map<slow_copy>()).capacity(1), in);
+    auto fast = d.add("fast", farm(map<twice>(), 4, farm_order::unordered), in);
+    d.sink("out", d.join("pairs", {slow, fast}, {key0, [](const work_unit& u) { return key0(u) / 2; }}));
+    graph g(d, {.scheduler = s.get(), .capacity = 0});
+    joined out;
+    auto f = g.run({{"in", from(items)}}, {{"out", out.make()}});
+    REQUIRE(f.wait_for(std::chrono::seconds(60)));
+    f.get();
+    std::multiset<std::vector<int>> got(out.payloads.begin(), out.payloads.end()), want;
+    for (int k = 0; k < 300; ++k) want.insert({k, 2 * k});
+    CHECK(got == want);
+    CHECK(unmatched_of(f.stats(), "pairs") == 0);
+    CHECK(f.stats().units_alive == 0);
+  }
+}
+
 TEST_CASE("dag join build errors name the join", "[dag][join]") {
   dag d;
   auto a = d.source("a"), b = d.source("b");
