@@ -137,11 +137,17 @@ struct wl_case {
   std::function<void()> sinew, tbb, omp, cl_leaf, cl_leaf_steal, cl_direct;
 };
 
-/// The options of the kernel leaves' second graph: the `steal` scheduler,
-/// as many workers as the peers.
-sinew::graph_options on_steal() {
-  static const std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
-  return {.scheduler = s.get()};
+/// The kernel leaf of `spec` as two graphs, one on the default scheduler and
+/// one on `steal` (as many workers as the peers), each run by `run_on(graph)`:
+/// `c.cl_leaf` and `c.cl_leaf_steal`. The graphs live in the caller's `gl`, `gs`.
+template <class Run>
+void add_cl_leaves(wl_case& c, std::optional<sinew::graph>& gl, std::optional<sinew::graph>& gs,
+                   const scl::kernel_spec& spec, Run run_on) {
+  static const std::unique_ptr<sinew::scheduler> steal = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
+  gl.emplace(scl::kernel_leaf(spec));
+  gs.emplace(scl::kernel_leaf(spec), sinew::graph_options{.scheduler = steal.get()});
+  c.cl_leaf = [run_on, &gl] { run_on(*gl); };
+  c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
 }
 
 /// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
@@ -254,13 +260,9 @@ void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
-                                          scl::arg::scalar(a), scl::arg::count()})); };
-    gl.emplace(leaf());
-    gs.emplace(leaf(), on_steal());
-    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
-    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
-    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
+    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
+                                          scl::arg::scalar(a), scl::arg::count()}),
+                  [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); });
     k = dcl->kernel("saxpy.cl", "saxpy");
     c.cl_direct = [&] {
       auto bx = dcl->wrap(in.x.data(), n, CL_MEM_READ_ONLY), by = dcl->wrap(in.y.data(), n, CL_MEM_READ_ONLY);
@@ -313,12 +315,8 @@ void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()})); };
-    gl.emplace(leaf());
-    gs.emplace(leaf(), on_steal());
-    auto run_on = [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); };
-    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
-    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
+    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()}),
+                  [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); });
     k = dcl->kernel("series.cl", "series");
     c.cl_direct = [&] {
       auto bo = dcl->wrap(out[0].data(), n, CL_MEM_WRITE_ONLY);
@@ -355,14 +353,10 @@ void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
+    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
                                           scl::arg::scalar(lo), scl::arg::scalar(hi), scl::arg::cols(),
-                                          scl::arg::rows()})); };
-    gl.emplace(leaf());
-    gs.emplace(leaf(), on_steal());
-    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
-    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
-    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
+                                          scl::arg::rows()}),
+                  [&](sinew::graph& g) { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); });
     k = dcl->kernel("segmentation.cl", "segmentation");
     c.cl_direct = [&] {
       auto bi = dcl->wrap(vol.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(seg.data(), n, CL_MEM_WRITE_ONLY);
@@ -400,13 +394,9 @@ void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   std::optional<sinew::graph> gl, gs;
   cl::Kernel k;
   if (dcl) {
-    auto leaf = [&] { return scl::kernel_leaf(leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
-                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()})); };
-    gl.emplace(leaf());
-    gs.emplace(leaf(), on_steal());
-    auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
-    c.cl_leaf = [run_on, &gl] { run_on(*gl); };  // run_on by value: it is local to this block
-    c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
+    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
+                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()}),
+                  [&](sinew::graph& g) { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); });
     k = dcl->kernel("solarize.cl", "solarize");
     c.cl_direct = [&] {
       auto bi = dcl->wrap(img.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(out.data(), n, CL_MEM_WRITE_ONLY);
