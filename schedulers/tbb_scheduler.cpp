@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -52,12 +53,11 @@ struct tbb_scheduler::impl {
     // Loop chunks and functions run by this slot's threads (their sum is
     // the worker's `tasks`), their time in ticks, their hinted bytes.
     std::atomic<std::uint64_t> chunks{0}, fns{0}, busy{0}, hinted{0}, remote{0};
-    std::atomic<std::uint64_t> submits{0};  // functions submitted by this slot's threads
-    // The plain submissions this slot's threads spawn (tbb::task_group::run
-    // onto their own deque): a group per slot, so that reserving a task in
-    // it writes a line of this slot, not one every thread of the arena
-    // writes.
-    tbb::task_group spawned;
+    // Never reset (stats subtract a baseline): functions submitted by this
+    // slot's threads, counted before they are queued, and functions whose
+    // run has ended here, counted last. Their sums are equal only when no
+    // submitted function is queued or running (~tbb_scheduler waits so).
+    std::atomic<std::uint64_t> submits{0}, retired{0};
 
     // Busy time of submitted functions: each of a slot's first
     // `exact_tasks` is timed (into `busy`), then one in `sample_every`
@@ -69,8 +69,9 @@ struct tbb_scheduler::impl {
     std::atomic<std::uint64_t> sampled{0}, sampled_n{0};
     std::atomic<std::uint32_t> rng{0x9e3779b9u};  // xorshift32 state
 
-    static void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept {
-      detail::workers::worker_counters::add(c, v);
+    static void add(std::atomic<std::uint64_t>& c, std::uint64_t v,
+                    std::memory_order mo = std::memory_order_relaxed) noexcept {
+      detail::workers::worker_counters::add(c, v, mo);
     }
     // Where the next function's time goes: `busy`, `sampled`, or nowhere
     // (null: not timed).
@@ -95,12 +96,13 @@ struct tbb_scheduler::impl {
   };
   struct node_arena {
     tbb::task_arena arena;
-    // A plain submission from a thread running in the arena is spawned onto
-    // its own deque (LIFO, stolen FIFO by idle workers) in its slot's group
-    // (counters::spawned); one from any other thread is enqueued (FIFO) in
-    // this group. The destructor waits for the groups, since ~task_arena
-    // does not wait for tasks.
-    tbb::task_group tasks;
+    // The context of plain submissions: spawned onto the deque of a thread
+    // running in the arena (LIFO, stolen FIFO by idle workers), else
+    // enqueued (FIFO). Isolated: nothing outside cancels them.
+    // A plain task finds its arena from its context (arena_of).
+    tbb::task_group_context ctx{tbb::task_group_context::isolated};
+    impl* owner = nullptr;
+    unsigned index = 0;    // in arenas
     unsigned first = 0;    // index of its first worker slot in per_worker
     unsigned threads = 0;
     // Slot 0, reserved for a thread from outside (a parallel_for caller, a
@@ -115,6 +117,7 @@ struct tbb_scheduler::impl {
   unsigned threads = 0;                    // sum over the arenas
   std::unique_ptr<counters[]> per_worker;  // slots 1..n of each arena; last: threads outside the arenas
   std::atomic<std::uint64_t> pfors{0}, rr{0};
+  std::atomic<std::uint64_t> submits_base{0};  // submitted_total() at the last reset_stats
 
   // The arena whose task (or loop chunk) this thread is running, and its
   // slot's counters there: a task it submits without a hint stays on that
@@ -124,7 +127,10 @@ struct tbb_scheduler::impl {
     unsigned arena = 0;
     counters* slot = nullptr;
   };
-  static thread_local in_arena tl_in;
+  // initial-exec: read without a call to __tls_get_addr, which on every
+  // submit and task costs as much as a queue operation (libsinew_core is
+  // loaded with the program, not by dlopen late).
+  static thread_local in_arena tl_in __attribute__((tls_model("initial-exec")));
   struct scope {  // sets tl_in for the duration of one task
     in_arena saved;
     scope(const impl* p, unsigned a, counters& c) : saved(tl_in) { tl_in = {p, a, &c}; }
@@ -154,6 +160,8 @@ struct tbb_scheduler::impl {
     ensure_workers(unsigned(total));  // before any arena asks for workers
     for (std::size_t n = 0; n < N; ++n) {
       auto a = std::make_unique<node_arena>();
+      a->owner = this;
+      a->index = unsigned(n);
       a->first = threads;
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
@@ -174,13 +182,13 @@ struct tbb_scheduler::impl {
     per_worker.reset(new counters[threads + 1]);
   }
 
-  // The counters of the calling thread's slot in arena a (it runs there).
-  counters& slot(unsigned a) {
+  // The counters of slot i of arena a (the calling thread runs there).
+  counters& slot(unsigned a, int i) {
     node_arena& A = *arenas[a];
-    const int i = tbb::this_task_arena::current_thread_index();
     assert(i >= 0 && unsigned(i) <= A.threads);  // the arena has n + 1 slots
     return i == 0 ? A.outside_slot : per_worker[A.first + unsigned(i) - 1];
   }
+  counters& slot(unsigned a) { return slot(a, tbb::this_task_arena::current_thread_index()); }
   // Calls f(c, row) for every counters entry (mutable: the counters are
   // atomics) with the index of its row in stats().workers (`threads`:
   // threads outside the arenas).
@@ -189,21 +197,44 @@ struct tbb_scheduler::impl {
     for (unsigned i = 0; i <= threads; ++i) f(per_worker[i], i);
     for (const auto& A : arenas) f(A->outside_slot, A->first + A->threads - 1);
   }
-  // The arena a task with `hint` goes to, and the hint's bytes (hinted, and
-  // remote from that arena's node).
-  unsigned pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote, const char* who);
+  // The arena a task with `hint` goes to, submitted by a thread in arena
+  // `current` (-1: none of ours), and the hint's bytes (hinted, and remote
+  // from that arena's node).
+  unsigned pick(const locality_hint& hint, int current, std::uint64_t& hinted, std::uint64_t& remote,
+                const char* who) {
+    hinted = remote = 0;
+    if (current >= 0 && hint.numa_node < 0 && !detail::hint_has_data(hint)) return unsigned(current);
+    return pick_slow(hint, current, hinted, remote, who);
+  }
+  unsigned pick_slow(const locality_hint& hint, int current, std::uint64_t& hinted, std::uint64_t& remote,
+                     const char* who);
   std::uint64_t submitted_total() const {
     std::uint64_t n = 0;
     each_counters([&](const counters& c, unsigned) { n += c.submits.load(std::memory_order_acquire); });
     return n;
   }
-  struct task;  // one submitted function, as oneTBB runs it
-  // Runs `t` in arena a: spawned from a thread of that arena, else
-  // enqueued, in group `g` (null: a plain submission, in the spawning
-  // slot's group or the arena's); then counts the submission (after, so
-  // that the destructor's quiescence check sees any task it has not waited
-  // for).
-  void place(unsigned a, tbb::task_group* g, task&& t);
+  // Whether every submitted function has ended. `retired` is read first:
+  // a function counted there was counted in `submits` before it was queued,
+  // and so were the functions it submitted (release/acquire), so a function
+  // still queued or running keeps the sums apart.
+  bool quiescent() const {
+    std::uint64_t done = 0;
+    each_counters([&](const counters& c, unsigned) { done += c.retired.load(std::memory_order_acquire); });
+    return done == submitted_total();
+  }
+  void run(unsigned a, counters& c, task_function& fn, std::uint64_t hinted = 0, std::uint64_t remote = 0,
+           detail::task_counter* counter = nullptr) noexcept;
+  struct group_body;  // a task_group's function, as its oneTBB group runs it
+  struct no_hint;
+  struct hint_bytes;
+  template <class Hint>
+  struct task;  // a plain submission, as oneTBB runs it
+  // Counts a submission by the calling thread (before it is queued: see
+  // quiescent()); `in` is the calling thread's tl_in.
+  void count_submit(const in_arena& in) {
+    if (in.owner == this) counters::add(in.slot->submits, 1, std::memory_order_release);
+    else per_worker[threads].submits.fetch_add(1, std::memory_order_release);
+  }
   static void account(counters& c, std::uint64_t t0) {
     counters::add(c.chunks, 1);
     counters::add(c.busy, ticks() - t0);
@@ -213,7 +244,7 @@ struct tbb_scheduler::impl {
   }
 };
 
-thread_local tbb_scheduler::impl::in_arena tbb_scheduler::impl::tl_in{};
+thread_local tbb_scheduler::impl::in_arena tbb_scheduler::impl::tl_in __attribute__((tls_model("initial-exec"))){};
 
 tbb_scheduler::tbb_scheduler(unsigned threads)
     : p_(std::make_unique<impl>(topology::synthetic(
@@ -224,18 +255,11 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
 tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) { p_->build(); }
 
 tbb_scheduler::~tbb_scheduler() {
-  // A task may submit into another arena whose group was already waited
-  // for; submissions are counted after they are queued, so a round that
-  // saw none has left nothing running.
-  for (;;) {
-    const std::uint64_t before = p_->submitted_total();
-    for (auto& a : p_->arenas)
-      a->arena.execute([&] {
-        a->tasks.wait();
-        for (unsigned i = a->first; i < a->first + a->threads; ++i) p_->per_worker[i].spawned.wait();
-        a->outside_slot.spawned.wait();
-      });
-    if (p_->submitted_total() == before) break;
+  // ~task_arena does not wait for tasks: wait until every submitted
+  // function has ended (the arenas' workers run them meanwhile).
+  for (unsigned round = 0; !p_->quiescent(); ++round) {
+    if (round < 64) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
@@ -244,42 +268,29 @@ const topology& tbb_scheduler::topo() const noexcept { return p_->topo; }
 std::size_t tbb_scheduler::arenas() const noexcept { return p_->arenas.size(); }
 int tbb_scheduler::current_node() const noexcept { return p_->current_arena(); }
 
-unsigned tbb_scheduler::impl::pick(const locality_hint& hint, std::uint64_t& hinted, std::uint64_t& remote,
-                                   const char* who) {
+unsigned tbb_scheduler::impl::pick_slow(const locality_hint& hint, int current, std::uint64_t& hinted,
+                                        std::uint64_t& remote, const char* who) {
   // Where: the arena of the hint's data, of the hinted node, of the
   // submitting task, or the next one round-robin.
-  hinted = remote = 0;
   int a = -1;
   if (detail::hint_has_data(hint)) {
     thread_local std::vector<std::uint64_t> D;
     hinted = detail::hint_bytes(hint, topo.nodes(), D, who);
     if (hinted != 0) {
-      a = arenas.size() == 1 ? 0 : detail::cheapest_node(topo, D, current_arena());
+      a = arenas.size() == 1 ? 0 : detail::cheapest_node(topo, D, current);
       remote = hinted - D[std::size_t(a)];
     }
   }
   if (a < 0 && hint.numa_node >= 0 && std::size_t(hint.numa_node) < arenas.size()) a = hint.numa_node;
-  if (a < 0) a = current_arena();
+  if (a < 0) a = current;
   if (a < 0) a = int(round_robin());
   return unsigned(a);
 }
 
-struct tbb_scheduler::impl::task {  // oneTBB calls it through a const reference
-  // A constructor, not an aggregate: GCC zero-fills a braced aggregate
-  // temporary before moving the function in.
-  task(impl* p, unsigned a, std::uint64_t hinted, std::uint64_t remote, task_function&& fn,
-       detail::task_counter* counter = nullptr) noexcept
-      : p(p), a(a), hinted(hinted), remote(remote), fn(std::move(fn)), counter(counter) {}
-  impl* p;
-  unsigned a;
-  std::uint64_t hinted, remote;
-  mutable task_function fn;
-  detail::task_counter* counter;  // of its task_group, if any
-  void operator()() const noexcept;  // a throwing submitted function terminates
-};
-
-void tbb_scheduler::impl::task::operator()() const noexcept {
-  auto& c = p->slot(a);
+// Runs a submitted function in arena a, in slot `c`, and counts it there
+// (a throwing submitted function terminates). `counter`: its task_group's.
+void tbb_scheduler::impl::run(unsigned a, counters& c, task_function& fn, std::uint64_t hinted,
+                              std::uint64_t remote, detail::task_counter* counter) noexcept {
   std::atomic<std::uint64_t>* const timed = c.time_into();
   const std::uint64_t t0 = timed ? ticks() : 0;
   if (hinted) {  // before fn: counted once a waiter sees the task done
@@ -287,34 +298,88 @@ void tbb_scheduler::impl::task::operator()() const noexcept {
     counters::add(c.remote, remote);
   }
   {
-    impl::scope in(p, a, c);
+    scope in(this, a, c);
     if (counter) counter->invoke(fn);
     else fn();
   }
   fn.reset();  // release captures before the scheduler may go away
   counters::add(c.fns, 1);
   if (timed) counters::add(*timed, ticks() - t0);
-  // Last: the group's waiter may return, and free the scheduler, at once
-  // (its oneTBB group still waits for this oneTBB task to return).
+  // Last but for the group: ~tbb_scheduler may return once it is counted.
+  counters::add(c.retired, 1, std::memory_order_release);
+  // The group's waiter may return, and free the scheduler, at once (its
+  // oneTBB group still waits for this oneTBB task to return).
   if (counter) counter->finish();
 }
 
-void tbb_scheduler::impl::place(unsigned a, tbb::task_group* g, task&& t) {
-  const in_arena in = tl_in;
-  const bool inside = in.owner == this;  // in a task or loop chunk of ours
-  counters& own = inside ? *in.slot : per_worker[threads];
-  if (inside && in.arena == a) (g ? *g : own.spawned).run(std::move(t));
-  else arenas[a]->arena.enqueue((g ? *g : arenas[a]->tasks).defer(std::move(t)));
-  if (inside) detail::workers::worker_counters::add(own.submits, 1, std::memory_order_release);
-  else own.submits.fetch_add(1, std::memory_order_release);
-}
+// A task_group's function, as its oneTBB group runs it (through a const
+// reference).
+struct tbb_scheduler::impl::group_body {
+  // A constructor, not an aggregate: GCC zero-fills a braced aggregate
+  // temporary before moving the function in.
+  group_body(impl* p, unsigned a, std::uint64_t hinted, std::uint64_t remote, task_function&& fn,
+             detail::task_counter* counter) noexcept
+      : p(p), a(a), hinted(hinted), remote(remote), fn(std::move(fn)), counter(counter) {}
+  impl* p;
+  unsigned a;
+  std::uint64_t hinted, remote;
+  mutable task_function fn;
+  detail::task_counter* counter;
+  void operator()() const noexcept { p->run(a, p->slot(a), fn, hinted, remote, counter); }
+};
+
+// A plain submission is a oneTBB task of its own, not a task_group's: a
+// group's wait count costs two locked instructions per task (reserve on
+// spawn, release at the end), as much as the rest of a spawn, and the
+// scheduler counts its functions itself (quiescent()). detail::d1::task is
+// the base of oneTBB's own task_group and task_arena::enqueue tasks. The
+// task knows its arena from its context, so that without a hint it fills
+// two cache lines, as a tbb::task_group task of two pointers does: a
+// stolen task moves no more than oneTBB's.
+struct tbb_scheduler::impl::no_hint {};
+struct tbb_scheduler::impl::hint_bytes {  // counted where the task runs
+  std::uint64_t hinted, remote;
+};
+template <class Hint>
+struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
+  using allocator = tbb::detail::d1::small_object_allocator;
+  task(allocator al, task_function&& fn, Hint h) noexcept : fn(std::move(fn)), alloc(al), h(h) {}
+  [[no_unique_address]] task_function fn;  // `alloc` goes in its tail padding
+  allocator alloc;
+  [[no_unique_address]] Hint h;
+  tbb::detail::d1::task* execute(tbb::detail::d1::execution_data& ed) override {
+    node_arena& A = arena_of(*ed.context);
+    // The slot from ed: no thread-local lookup.
+    counters& c = A.owner->slot(A.index, int(tbb::detail::d1::execution_slot(ed)));
+    if constexpr (std::is_same_v<Hint, hint_bytes>) A.owner->run(A.index, c, fn, h.hinted, h.remote);
+    else A.owner->run(A.index, c, fn);
+    auto al = alloc;
+    this->~task();
+    al.deallocate(this, ed);
+    return nullptr;
+  }
+  // Nothing cancels the context (isolated, never cancelled): run it all the same.
+  tbb::detail::d1::task* cancel(tbb::detail::d1::execution_data& ed) override { return execute(ed); }
+  static node_arena& arena_of(tbb::detail::d1::task_group_context& ctx) noexcept {
+    return *reinterpret_cast<node_arena*>(reinterpret_cast<char*>(&ctx) - offsetof(node_arena, ctx));
+  }
+};
 
 void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
+  const impl::in_arena in = impl::tl_in;
   std::uint64_t hinted, remote;
-  const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
-  p->place(a, nullptr, impl::task(p, a, hinted, remote, std::move(fn)));
+  const unsigned a = p->pick(hint, in.owner == p ? int(in.arena) : -1, hinted, remote, "tbb_scheduler::submit");
+  tbb::detail::d1::small_object_allocator al{};
+  static_assert(sizeof(impl::task<impl::no_hint>) == 2 * tbb::detail::d1::task_alignment);
+  tbb::detail::d1::task* t;
+  if (hinted) t = al.new_object<impl::task<impl::hint_bytes>>(al, std::move(fn), impl::hint_bytes{hinted, remote});
+  else t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
+  p->count_submit(in);  // once nothing can throw: a counted function always runs
+  impl::node_arena& A = *p->arenas[a];
+  if (in.owner == p && in.arena == a) tbb::detail::d1::spawn(*t, A.ctx);
+  else tbb::detail::r1::enqueue(*t, A.ctx, &A.arena);
 }
 
 namespace {
@@ -336,8 +401,9 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   impl* p = p_.get();
   if (p->waiters_sleep) return scheduler::submit_counted(std::move(fn), c, hint);
   auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
+  const impl::in_arena in = impl::tl_in;
   std::uint64_t hinted, remote;
-  const unsigned a = p->pick(hint, hinted, remote, "tbb_scheduler::submit");
+  const unsigned a = p->pick(hint, in.owner == p ? int(in.arena) : -1, hinted, remote, "tbb_scheduler::submit");
   if (!g) {
     auto fresh = std::make_unique<tbb_group>();
     fresh->arena = a;
@@ -348,7 +414,10 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   // A worker of the arena spawns onto its own deque (LIFO, as oneTBB's
   // task_group::run): its wait then runs its own subtasks first, so nested
   // groups nest about as deep as the recursion, not as the arena's queue.
-  p->place(a, &g->tg, impl::task(p, a, hinted, remote, std::move(fn), &c));
+  auto h = g->tg.defer(impl::group_body(p, a, hinted, remote, std::move(fn), &c));
+  p->count_submit(in);  // once nothing can throw: a counted function always runs
+  if (in.owner == p && in.arena == a) g->tg.run(std::move(h));
+  else p->arenas[a]->arena.enqueue(std::move(h));
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
@@ -429,7 +498,7 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
 
 scheduler_stats tbb_scheduler::stats() const {
   scheduler_stats s;
-  s.tasks_submitted = p_->submitted_total();
+  s.tasks_submitted = p_->submitted_total() - p_->submits_base.load(std::memory_order_relaxed);
   s.parallel_fors = p_->pfors.load();
   s.workers.resize(p_->threads + 1);
   for (std::size_t a = 0; a < p_->arenas.size(); ++a)
@@ -447,9 +516,9 @@ scheduler_stats tbb_scheduler::stats() const {
 
 void tbb_scheduler::reset_stats() {
   p_->pfors = 0;
+  p_->submits_base.store(p_->submitted_total(), std::memory_order_relaxed);
   p_->each_counters([](impl::counters& c, unsigned) {
-    for (auto* x : {&c.chunks, &c.fns, &c.busy, &c.sampled, &c.sampled_n, &c.hinted, &c.remote, &c.submits})
-      x->store(0);
+    for (auto* x : {&c.chunks, &c.fns, &c.busy, &c.sampled, &c.sampled_n, &c.hinted, &c.remote}) x->store(0);
   });
 }
 
