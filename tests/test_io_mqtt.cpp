@@ -1,6 +1,7 @@
 // MQTT sources and sinks (io/mqtt.hpp) against a real mosquitto broker
 // started on a loopback port: round trips, topic templates, QoS 1 at least
 // once end to end, a broker restart, faults, and the graph-file fields.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "test_io_common.hpp"
@@ -132,13 +133,21 @@ TEST_CASE("io an MQTT QoS 1 source acknowledges only what its sink wrote: the re
     graph g(map<keep<std::uint8_t>>());
     CHECK_THROWS_WITH(g.run(src, a.make(10)).get(), Catch::Contains("fails at record 10"));
   }
-  in.count = n - a.v.size();
+  // Everything the broker still holds for the session, then quiet.
+  in.idle_timeout = std::chrono::milliseconds(500);
   auto again = io::mqtt_source(in);
   graph g(map<keep<std::uint8_t>>());
   g.run(again, c.make()).get();
+  INFO("first run: " << Catch::Detail::stringify(a.v) << ", second run: " << Catch::Detail::stringify(c.v));
   REQUIRE(a.v.size() == 10);
   REQUIRE_FALSE(c.v.empty());
-  CHECK(c.v.front() == 10);  // the message the failed run held was not acknowledged
+  // The message the failed run held was not acknowledged: it comes again,
+  // after written ones whose acknowledgements were still queued in the
+  // client when the connection was cut (libmosquitto reads a burst of
+  // messages before it writes their PUBACKs): at least once.
+  CHECK(c.v.front() <= 10);
+  CHECK(std::count(c.v.begin(), c.v.end(), 10) == 1);
+  CHECK(std::is_sorted(c.v.begin(), c.v.end()));
   std::set<int> all(a.v.begin(), a.v.end());
   all.insert(c.v.begin(), c.v.end());
   CHECK(all.size() == n);

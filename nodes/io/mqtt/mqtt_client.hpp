@@ -39,6 +39,9 @@ class mqtt_client {
   /// the broker must not get); its network thread then reconnects or stops.
   static void cut(mosquitto* m) noexcept;
   const std::string& who() const noexcept { return who_; }
+  /// Whether the broker has acknowledged the connection (CONNACK) and it
+  /// has not been lost since.
+  bool is_connected() const noexcept { return connected_.load(std::memory_order_acquire); }
   /// "connected, 2 reconnects" for reports.
   std::string state() const;
   /// The lost connection when reconnecting is off, or what `fail` recorded

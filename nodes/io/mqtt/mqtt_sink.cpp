@@ -173,6 +173,16 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
       wait(lk, [&] { return published_ - acked_prefix_ < o_.max_unacked; }, "room among the unacknowledged messages");
     }
     for (;;) {
+      // Only once the broker has acknowledged the connection: QoS 1
+      // messages published before the CONNACK may leave twice (libmosquitto
+      // 2.0.11: a subscriber got a run of 20 messages again).
+      if (!c_->is_connected()) {
+        if (!lk.owns_lock()) lk.lock();
+        if (stopping_) throw error(who_ + ": interrupted while waiting for the broker");
+        if (const std::string fl = c_->failure(); !fl.empty()) throw error(fl);
+        cv_.wait_for(lk, std::chrono::milliseconds(1));
+        continue;
+      }
       int mid = 0;
       const int rc = mosquitto_publish(c_->handle(), &mid, topic.c_str(), int(f.size), f.data, o_.qos, o_.retain);
       if (rc == MOSQ_ERR_SUCCESS) {
