@@ -243,9 +243,9 @@ TEST_CASE("tbb_scheduler: the destructor runs every submitted task and counts su
             std::this_thread::sleep_for(std::chrono::microseconds(200));
             done.fetch_add(1);
           });
-          sinew::locality_hint other;
-          other.numa_node = 1 - s.current_node();  // enqueued into the other arena
-          s.submit([&done] { done.fetch_add(1); }, other);
+          // Hinted: the other arena holds its data, so it is enqueued there.
+          const std::uint64_t D[2] = {s.current_node() == 0 ? 0u : 4096u, s.current_node() == 0 ? 4096u : 0u};
+          s.submit([&done] { done.fetch_add(1); }, {.bytes_on_node = D});
         }
         done.fetch_add(1);
       });
@@ -254,4 +254,25 @@ TEST_CASE("tbb_scheduler: the destructor runs every submitted task and counts su
     CHECK(submitted <= n + 2 * (n / 50));
   }
   CHECK(done.load() == n + 2 * (n / 50));
+}
+
+TEST_CASE("tbb_scheduler: plain submissions with data hints run in their data's arena and count its bytes", "[scheduler][tsan]") {
+  tbb_scheduler s(sinew::topology::synthetic(2, 2));
+  const std::size_t n = 200;
+  std::atomic<std::size_t> done{0}, on_data{0};
+  const std::uint64_t D[2] = {1024, 3072};  // node 1 holds most
+  for (std::size_t i = 0; i < n; ++i)
+    s.submit(
+        [&] {
+          if (s.current_node() == 1) on_data.fetch_add(1);
+          done.fetch_add(1);
+        },
+        {.bytes_on_node = D});
+  for (int k = 0; k < 20000 && done.load() < n; ++k) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  REQUIRE(done.load() == n);
+  CHECK(on_data.load() == n);
+  // Counted before each function runs: all there once every one has run.
+  const auto st = s.stats();
+  CHECK(st.hinted_bytes() == n * 4096);
+  CHECK(st.remote_bytes() == n * 1024);
 }
