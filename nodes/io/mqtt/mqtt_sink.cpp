@@ -94,6 +94,10 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
     }
     auto c = std::make_unique<detail::mqtt_client>(o_.broker, "mqtt sink", false);
     c->on_publish = [this](int mid) { acked(mid); };
+    c->on_connect = [this] {  // publish() waits for the connection
+      std::lock_guard<std::mutex> lk(m_);
+      cv_.notify_all();
+    };
     {
       std::lock_guard<std::mutex> lk(client_m_);
       c_ = std::move(c);
@@ -176,26 +180,22 @@ class mqtt_sink_impl final : public sinew::detail::sink_impl {
       // Only once the broker has acknowledged the connection: QoS 1
       // messages published before the CONNACK may leave twice (libmosquitto
       // 2.0.11: a subscriber got a run of 20 messages again).
-      if (!c_->is_connected()) {
-        if (!lk.owns_lock()) lk.lock();
-        if (stopping_) throw error(who_ + ": interrupted while waiting for the broker");
-        if (const std::string fl = c_->failure(); !fl.empty()) throw error(fl);
-        cv_.wait_for(lk, std::chrono::milliseconds(1));
-        continue;
+      if (c_->is_connected()) {
+        int mid = 0;
+        const int rc = mosquitto_publish(c_->handle(), &mid, topic.c_str(), int(f.size), f.data, o_.qos, o_.retain);
+        if (rc == MOSQ_ERR_SUCCESS) {
+          if (o_.qos == 1) mids_[mid] = published_++;  // published_ counts only QoS 1 publishes (under m_)
+          return;
+        }
+        if (rc != MOSQ_ERR_NO_CONN && rc != MOSQ_ERR_CONN_LOST)
+          throw error(who_ + ": cannot publish to '" + topic + "': " + detail::mqtt_error(rc));
       }
-      int mid = 0;
-      const int rc = mosquitto_publish(c_->handle(), &mid, topic.c_str(), int(f.size), f.data, o_.qos, o_.retain);
-      if (rc == MOSQ_ERR_SUCCESS) {
-        if (o_.qos == 1) mids_[mid] = published_++;  // published_ counts only QoS 1 publishes (under m_)
-        return;
-      }
-      if (rc != MOSQ_ERR_NO_CONN && rc != MOSQ_ERR_CONN_LOST)
-        throw error(who_ + ": cannot publish to '" + topic + "': " + detail::mqtt_error(rc));
-      // Not connected: wait for the network thread to reconnect.
+      // Not connected (or not acknowledged yet): wait for the network thread
+      // to connect; its on_connect wakes us.
       if (!lk.owns_lock()) lk.lock();
       if (stopping_) throw error(who_ + ": interrupted while the broker was away");
       if (const std::string fl = c_->failure(); !fl.empty()) throw error(fl);
-      cv_.wait_for(lk, std::chrono::milliseconds(50));
+      if (!c_->is_connected()) cv_.wait_for(lk, std::chrono::milliseconds(50));  // set before on_connect takes m_
     }
   }
   // The network thread: the broker acknowledged publish `mid`.
