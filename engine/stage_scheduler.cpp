@@ -24,13 +24,14 @@ bool placed(const layer* l) noexcept {
 
 void stage_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                    function_ref<void(std::size_t, std::size_t)> body) {
-  locality_hint hint;
-  if (const layer* in = tl_in; placed(in)) hint.reads = std::span<const buffer_ref>(&(*in)[0], in->size());
-  parallel_for_at(hint, n, grain, body);
+  parallel_for_at({}, n, grain, body);
 }
 
-void stage_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+void stage_scheduler::parallel_for_at(const locality_hint& given, std::size_t n, std::size_t grain,
                                       function_ref<void(std::size_t, std::size_t)> body) {
+  locality_hint hint = given;
+  if (const layer* in = tl_in; given.numa_node < 0 && given.reads.empty() && given.bytes_on_node.empty() && placed(in))
+    hint.reads = std::span<const buffer_ref>(&(*in)[0], in->size());
   stage_rt* st = &st_;
   trace* tr = st->run->tr;
   if (!tr) {

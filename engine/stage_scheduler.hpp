@@ -12,7 +12,7 @@ struct stage_rt;
 ///
 /// \code
 /// stage_scheduler s(run_sched, stage);
-/// s.parallel_for(n, grain, body);   // real_.parallel_for_at(unit's buffers, ...); stage.chunks += blocks run
+/// s.parallel_for(n, grain, body);   // real_.parallel_for_at({unit's buffers}, ...); stage.chunks += blocks run
 /// \endcode
 class stage_scheduler final : public scheduler {
  public:
@@ -23,10 +23,11 @@ class stage_scheduler final : public scheduler {
   void submit_counted(task_function fn, task_counter& c, const locality_hint& hint) override {
     real_.submit_counted(std::move(fn), c, hint);
   }
-  /// Intercepted: counts the chunks, and passes the placement of the unit's
-  /// input buffers as the hint (`deal` runs the chunks on their node).
+  /// Intercepted: as `parallel_for_at` with an empty hint.
   void parallel_for(std::size_t n, std::size_t grain, function_ref<void(std::size_t, std::size_t)> body) override;
-  /// Intercepted: counts the chunks; the caller's hint is passed on as given.
+  /// Intercepted: counts the chunks; a hint that names no data gets the
+  /// placement of the unit's input buffers (`deal` runs the chunks on their
+  /// node), the rest of the hint is passed on as given.
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
                        function_ref<void(std::size_t, std::size_t)> body) override;
   void wait_counted(task_counter& c) noexcept override { real_.wait_counted(c); }

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -463,14 +465,37 @@ void tbb_scheduler::help_until(detail::help_latch& l) {
   });
 }
 
+namespace {
+// A loop_affinity's record under this policy: oneTBB's own.
+struct affinity_record final : loop_affinity::record {
+  tbb::affinity_partitioner ap;
+};
+}  // namespace
+
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                  detail::function_ref<void(std::size_t, std::size_t)> body) {
+  parallel_for_at({}, n, grain, body);
+}
+
+void tbb_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                                    detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
   p_->pfors.fetch_add(1, std::memory_order_relaxed);
   impl* p = p_.get();
   int ca = p->current_arena();
   const unsigned a = ca >= 0 ? unsigned(ca) : p->round_robin();
+  auto block = [&](const tbb::blocked_range<std::size_t>& r) {
+    const std::uint64_t t0 = ticks();
+    impl::counters& c = p->slot(a);
+    {
+      impl::scope in(p, a, c);
+      body(r.begin(), r.end());
+    }
+    impl::account(c, t0);
+  };
+  std::optional<loop_affinity::hold<affinity_record>> aff;
+  if (hint.affinity) aff.emplace(*hint.affinity, this, [] { return std::make_unique<affinity_record>(); });
   // Isolated: while the caller waits for its loop it runs only the loop's
   // own blocks. Without isolation a worker waiting for a map's loop would
   // also take stage activations queued in the arena (another stage's, or
@@ -479,18 +504,9 @@ void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
   // resume only when that activation ends.
   auto loop = [&] {
     tbb::this_task_arena::isolate([&] {
-      tbb::parallel_for(
-          tbb::blocked_range<std::size_t>(0, n, grain),
-          [&](const tbb::blocked_range<std::size_t>& r) {
-            const std::uint64_t t0 = ticks();
-            impl::counters& c = p->slot(a);
-            {
-              impl::scope in(p, a, c);
-              body(r.begin(), r.end());
-            }
-            impl::account(c, t0);
-          },
-          tbb::auto_partitioner());
+      const tbb::blocked_range<std::size_t> range(0, n, grain);
+      if (affinity_record* r = aff ? aff->get() : nullptr) tbb::parallel_for(range, block, r->ap);
+      else tbb::parallel_for(range, block, tbb::auto_partitioner());
     });
   };
   p->arenas[a]->arena.execute(loop);  // runs in place when already inside the arena

@@ -11,6 +11,7 @@
 /// \code
 /// sinew::detail::item_cost cost;
 /// std::size_t per_task = cost.task_items(2048);     // 2048 until measured
+/// per_task = cost.steady(per_task);                 // the last count unless 2x off
 /// cost.timed(body, 0, n);                           // body(0, n), timed
 /// \endcode
 #include <algorithm>
@@ -36,6 +37,17 @@ class item_cost {
     return ps ? std::max<std::size_t>(min_items, std::size_t(task_ns * 1000 / ps)) : min_items;
   }
 
+  /// `want` items per task, or the count this returned last when `want` is
+  /// within a factor 2 of it: the blocks of successive loops over the same
+  /// range then stay the same, which a `loop_affinity` needs to give each
+  /// worker its blocks of the last loop again.
+  std::size_t steady(std::size_t want) noexcept {
+    const std::size_t last = steady_.load(std::memory_order_relaxed);
+    if (last && want / 2 <= last && last / 2 <= want) return last;
+    steady_.store(want, std::memory_order_relaxed);  // relaxed: a hint, as ps_
+    return want;
+  }
+
   /// Runs `body(b, e)` and records its time per item.
   template <class Body>
   void timed(Body& body, std::size_t b, std::size_t e) {
@@ -48,6 +60,7 @@ class item_cost {
 
  private:
   std::atomic<std::uint32_t> ps_{0};  // picoseconds per item; 0: not measured yet
+  std::atomic<std::size_t> steady_{0};  // the last result of steady(); 0: none
 };
 
 }  // namespace sinew::detail

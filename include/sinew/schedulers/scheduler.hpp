@@ -25,6 +25,7 @@
 
 #include <sinew/engine/buffer.hpp>
 #include <sinew/detail/function_ref.hpp>
+#include <sinew/schedulers/loop_affinity.hpp>
 #include <sinew/schedulers/task_function.hpp>
 
 namespace sinew {
@@ -40,6 +41,9 @@ struct locality_hint {
   /// node (one entry per node; takes precedence over `reads` and
   /// `numa_node`). Only read during `submit` (the `deal` policy copies it).
   std::span<const std::uint64_t> bytes_on_node{};
+  /// For `parallel_for_at`: where the blocks of this loop ran last time
+  /// (loop_affinity.hpp); a policy that can gives them the same workers again.
+  loop_affinity* affinity = nullptr;
 };
 
 /// Counters of one scheduler since it was created (or since `reset_stats`).
@@ -183,7 +187,8 @@ class scheduler {
   /// map passes the buffers of the unit it splits). `deal` sends the blocks
   /// to the node Algorithm 1 chooses for the whole loop's D; `steal` runs
   /// them as `parallel_for` does and counts each block's share of D in
-  /// `hinted_bytes` / `remote_bytes`; the default (`tbb`) ignores the hint.
+  /// `hinted_bytes` / `remote_bytes`; `tbb` ignores the data and uses
+  /// `hint.affinity`; the default ignores the hint.
   ///
   /// \code
   /// sinew::buffer_ref in[] = {x};                       // x placed by a placer

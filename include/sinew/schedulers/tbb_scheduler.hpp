@@ -4,7 +4,8 @@
 /// per NUMA node. A task submitted by a task of the same arena is spawned
 /// onto that worker's deque (as `tbb::task_group::run`); one submitted from
 /// any other thread is enqueued into the arena (FIFO); map chunks use
-/// `tbb::parallel_for`.
+/// `tbb::parallel_for`, with an `affinity_partitioner` for a loop that
+/// passes a `loop_affinity` (a map's successive units).
 ///
 /// NUMA: built over a `topology`, the scheduler has one
 /// arena per node with as many slots as the node has cores; on a real
@@ -70,6 +71,11 @@ class tbb_scheduler final : public scheduler {
   void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
+  /// `parallel_for`; with `hint.affinity`, blocks go to the workers that
+  /// ran them in the last loop with it (oneTBB's `affinity_partitioner`).
+  /// The hint's data does not move the loop.
+  void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                       detail::function_ref<void(std::size_t, std::size_t)> body) override;
   scheduler_stats stats() const override;
   void reset_stats() override;
 

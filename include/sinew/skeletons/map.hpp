@@ -202,8 +202,9 @@ class map_exec final : public row_executable {
   template <class Body>
   std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
     std::size_t blocks = (n + g - 1) / g;
-    std::size_t per_task = std::max<std::size_t>(1, (min_items + g - 1) / g);
-    a.sched->parallel_for(blocks, per_task, [&](std::size_t bb, std::size_t be) {
+    const std::size_t per_task = cost_.steady(std::max<std::size_t>(1, (min_items + g - 1) / g));
+    // Successive units give each worker the blocks it ran for the last one.
+    a.sched->parallel_for_at({.affinity = &affinity_}, blocks, per_task, [&](std::size_t bb, std::size_t be) {
       if (bb == 0) cost_.timed(body, 0, std::min(n, be * g));
       else body(bb * g, std::min(n, be * g));
     });
@@ -284,6 +285,7 @@ class map_exec final : public row_executable {
   map_options o_;
   type_list in_t_, out_t_;
   item_cost cost_;  // sizes tasks from the measured cost per item
+  loop_affinity affinity_;  // where the last unit's blocks ran
 };
 
 template <class F>

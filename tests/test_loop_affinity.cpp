@@ -1,0 +1,187 @@
+// Loop affinity: a repeated loop's owner keeps where its blocks ran, and the
+// `tbb` policy gives them the same workers again (affinity_partitioner).
+// These check the record's ownership, the loops' results with it, and that
+// a map passes one record for all its units.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <sinew/detail/item_cost.hpp>
+#include <sinew/schedulers/tbb_scheduler.hpp>
+#include <sinew/sinew.hpp>
+
+#include "test_common.hpp"
+
+using namespace sinew;
+using sinew_test::twice;
+
+namespace {
+
+struct counted_record : loop_affinity::record {
+  explicit counted_record(int& made) { ++made; }
+};
+
+// Forwards to a real scheduler and keeps the affinity of every loop.
+class affinity_spy final : public scheduler {
+ public:
+  explicit affinity_spy(scheduler& real) : real_(real) {}
+  const char* name() const noexcept override { return real_.name(); }
+  unsigned concurrency() const noexcept override { return real_.concurrency(); }
+  void submit(task_function fn, const locality_hint& hint) override { real_.submit(std::move(fn), hint); }
+  void parallel_for(std::size_t n, std::size_t grain,
+                    detail::function_ref<void(std::size_t, std::size_t)> body) override {
+    parallel_for_at({}, n, grain, body);
+  }
+  void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+                       detail::function_ref<void(std::size_t, std::size_t)> body) override {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      seen.push_back(hint.affinity);
+    }
+    real_.parallel_for_at(hint, n, grain, body);
+  }
+  void help_until(detail::help_latch& l) override { real_.help_until(l); }
+  scheduler_stats stats() const override { return real_.stats(); }
+  void reset_stats() override { real_.reset_stats(); }
+  std::vector<loop_affinity*> seen;
+
+ private:
+  scheduler& real_;
+  std::mutex m_;
+};
+
+// Adds one to every element of [b, e) of `v`.
+auto add_one(std::vector<int>& v) {
+  return [&v](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) ++v[i];
+  };
+}
+
+bool all_equal(const std::vector<int>& v, int x) {
+  return std::all_of(v.begin(), v.end(), [x](int y) { return y == x; });
+}
+
+}  // namespace
+
+TEST_CASE("loop_affinity: one loop at a time holds the record, made once per scheduler", "[scheduler][tsan]") {
+  loop_affinity a;
+  int made = 0;
+  auto make = [&] { return std::make_unique<counted_record>(made); };
+  const int s1 = 0, s2 = 0;  // two owners
+  counted_record* first = nullptr;
+  {
+    loop_affinity::hold<counted_record> h(a, &s1, make);
+    REQUIRE(h.get() != nullptr);
+    first = h.get();
+    loop_affinity::hold<counted_record> busy(a, &s1, make);  // a second loop meanwhile
+    CHECK(busy.get() == nullptr);
+  }
+  {
+    loop_affinity::hold<counted_record> again(a, &s1, make);  // released: the same record
+    CHECK(again.get() == first);
+  }
+  CHECK(made == 1);
+  {
+    loop_affinity::hold<counted_record> other(a, &s2, make);  // another scheduler: a fresh record
+    CHECK(other.get() != nullptr);
+  }
+  CHECK(made == 2);
+  loop_affinity copy(a);  // a copy starts without one
+  {
+    loop_affinity::hold<counted_record> c(copy, &s2, make);
+    CHECK(c.get() != nullptr);
+  }
+  CHECK(made == 3);
+
+  // Threads racing for it: never two holders at once.
+  std::atomic<int> inside{0}, most{0}, held{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        loop_affinity::hold<counted_record> h(a, &s1, make);
+        if (!h.get()) continue;
+        const int k = inside.fetch_add(1) + 1;
+        int m = most.load();
+        while (k > m && !most.compare_exchange_weak(m, k)) {
+        }
+        held.fetch_add(1);
+        inside.fetch_sub(1);
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(most.load() == 1);
+  CHECK(held.load() > 0);
+}
+
+TEST_CASE("tbb_scheduler: loops with a loop_affinity cover their range once, also when shared or throwing",
+          "[scheduler]") {
+  tbb_scheduler s(4);
+  loop_affinity aff;
+  // The same loop again and again, then other sizes and grains with the same record.
+  std::vector<int> v(200000, 0);
+  int rounds = 0;
+  for (std::size_t grain : {1000, 1000, 1000, 64, 5000}) {
+    s.parallel_for_at({.affinity = &aff}, v.size(), grain, add_one(v));
+    ++rounds;
+  }
+  CHECK(all_equal(v, rounds));
+  std::vector<int> w(777, 0);
+  s.parallel_for_at({.affinity = &aff}, w.size(), 10, add_one(w));
+  CHECK(all_equal(w, 1));
+
+  // Two threads with one record at once: one holds it, the other runs without.
+  std::vector<int> x(100000, 0), y(100000, 0);
+  std::thread other([&] {
+    for (int i = 0; i < 50; ++i) s.parallel_for_at({.affinity = &aff}, y.size(), 500, add_one(y));
+  });
+  for (int i = 0; i < 50; ++i) s.parallel_for_at({.affinity = &aff}, x.size(), 500, add_one(x));
+  other.join();
+  CHECK(all_equal(x, 50));
+  CHECK(all_equal(y, 50));
+
+  // An exception reaches the caller and the record is free again.
+  CHECK_THROWS_WITH(s.parallel_for_at({.affinity = &aff}, 1000, 10,
+                                      [](std::size_t b, std::size_t) {
+                                        if (b == 500) throw std::runtime_error("block 500");
+                                      }),
+                    "block 500");
+  int made = 0;
+  loop_affinity::hold<counted_record> h(aff, &s, [&] { return std::make_unique<counted_record>(made); });
+  CHECK(h.get() != nullptr);
+  CHECK(made == 0);  // the scheduler's own record, kept
+}
+
+TEST_CASE("a map passes one loop_affinity for all its units and computes them right", "[runtime]") {
+  tbb_scheduler real(2);
+  affinity_spy spy(real);
+  std::vector<int> x(1 << 18), y;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = int(i % 1000);
+  graph g(map<twice>(), {.scheduler = &spy});
+  for (int run = 0; run < 3; ++run) {
+    y.clear();
+    g.run(from_arrays(x), into_arrays(y)).get();
+    REQUIRE(y.size() == x.size());
+    bool ok = true;
+    for (std::size_t i = 0; i < x.size(); ++i) ok &= y[i] == 2 * x[i];
+    CHECK(ok);
+  }
+  REQUIRE(spy.seen.size() >= 2);
+  CHECK(spy.seen.front() != nullptr);
+  CHECK(std::all_of(spy.seen.begin(), spy.seen.end(), [&](loop_affinity* a) { return a == spy.seen.front(); }));
+}
+
+TEST_CASE("item_cost::steady keeps the task size unless it is off by more than twice", "[scheduler][tsan]") {
+  detail::item_cost c;
+  CHECK(c.steady(1000) == 1000);
+  CHECK(c.steady(1900) == 1000);
+  CHECK(c.steady(600) == 1000);
+  CHECK(c.steady(2002) == 2002);
+  CHECK(c.steady(1001) == 2002);
+  CHECK(c.steady(999) == 999);
+}
