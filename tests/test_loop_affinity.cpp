@@ -162,7 +162,7 @@ TEST_CASE("a map passes one loop_affinity for all its units and computes them ri
   affinity_spy spy(real);
   std::vector<int> x(1 << 18), y;
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = int(i % 1000);
-  graph g(map<twice>(), {.scheduler = &spy});
+  graph g(map<twice>({}, {.inline_below = 1024}), {.scheduler = &spy});  // every unit splits
   for (int run = 0; run < 3; ++run) {
     y.clear();
     g.run(from_arrays(x), into_arrays(y)).get();
