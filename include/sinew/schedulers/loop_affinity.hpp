@@ -36,7 +36,8 @@ class loop_affinity {
 
   /// Holds the affinity for one loop of the scheduler `owner`: `get()` is its
   /// record of type R (made by `make()` on first use or after another
-  /// scheduler's), or null when another loop holds the affinity.
+  /// scheduler's), or null when another loop holds the affinity. An owner
+  /// always uses the same R.
   ///
   /// \code
   /// sinew::loop_affinity::hold<my_record> h(*hint.affinity, this, [] { return std::make_unique<my_record>(); });
