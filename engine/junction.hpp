@@ -72,9 +72,9 @@ struct junction_rt {
   /// input has a unit of its key waiting, else null (it waits, or it can
   /// have no match).
   work_unit* join_part(std::size_t i, work_unit* u);
-  /// `parts[0]` holding the buffers of every part, in input order (shapes
-  /// equal), and their delivery notes; the other parts are released. Null
-  /// when the run drops its units.
+  /// `parts[0]` holding the buffers of every part, in input order, each with
+  /// its part's shape, and their delivery notes; the other parts are
+  /// released. Null when the run drops its units.
   work_unit* combine(std::vector<work_unit*>& parts);
   /// A join's unit that can have no match: released and counted, or the
   /// run fails (join_options::unmatched).

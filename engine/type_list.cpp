@@ -35,10 +35,19 @@ void check_layer(const layer& l, const type_list& t, const char* which) {
       throw error(std::string(which) + " buffer " + std::to_string(i) + " holds " +
                   std::to_string(b.type().size) + "-byte elements, the leaf reads " +
                   demangle(t.types[i]->name) + " (" + std::to_string(t.types[i]->size) + " bytes)");
-    if (b.count() < l.count())
+    if (const std::size_t want = l.shape_of(unsigned(i)).count(); b.count() < want)
       throw error(std::string(which) + " buffer " + std::to_string(i) + " has " + std::to_string(b.count()) +
-                  " elements, the unit has " + std::to_string(l.count()));
+                  " elements, its shape " + l.shape_of(unsigned(i)).str() + " has " + std::to_string(want));
   }
+}
+
+void not_uniform(const layer& l, const char* leaf) {
+  unsigned i = 0;
+  while (i < l.size() && l.shape_of(i) == l.shape()) ++i;
+  throw error("input buffer " + std::to_string(i) + " has shape " + l.shape_of(i).str() + ", the unit " +
+              l.shape().str() + " (a zip or join of units of different shapes): " + leaf +
+              " reads every buffer at the same element; a per-chunk leaf (sinew::chunk) sees each buffer with its "
+              "own shape");
 }
 
 void add_pool_buffers(layer& l, const type_list& t) {

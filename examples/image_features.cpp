@@ -1,21 +1,25 @@
-// image_features: a dag, not a tree. Each image is smoothed once; an edge map
-// and an inverted copy are computed from it in parallel (a broadcast), joined
-// per image (a zip) into a weighted edge map written to one sink, while the
-// edge maps also go to a second sink as previews. Every result is checked
-// against a sequential reference; prints "image_features: OK ..." on success.
+// image_features: a dag, not a tree. Each image is smoothed once; its edge map
+// and its intensity histogram (64 bins: a unit of another shape than the
+// image) are computed from it in parallel (a broadcast), joined per image (a
+// zip) into the edge map scaled by the image's contrast, written to one sink,
+// while the edge maps also go to a second sink as previews. Every result is
+// checked against a sequential reference; prints "image_features: OK ..."
+// on success.
 //
 //   image_features [images] [policy]      (default 24 images, the default scheduler)
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include <sinew/skeletons/group_kernel.hpp>
 #include <sinew/sinew.hpp>
 
 namespace {
 
-constexpr std::size_t rows = 96, cols = 128;
+constexpr std::size_t rows = 96, cols = 128, bins = 64;
 
 /// 3x3 box blur (borders copied).
 struct Smooth {
@@ -49,13 +53,48 @@ struct Edges {
   }
 };
 
-struct Invert {
-  void operator()(float v, float* out) const { *out = 1.0f - v; }
+std::size_t bin_of(float v) { return std::min(bins - 1, std::size_t(std::max(0.0f, v) * float(bins))); }
+
+/// The intensity histogram of an image: a unit of shape [64], whatever the
+/// image's. A group kernel of one work-group, a work-item per bin: each
+/// clears its bin of a local histogram, counts rows i, i + 64, ... into it
+/// (group-local atomics), then writes its bin out.
+struct Histogram {
+  static sinew::range global_range(const sinew::shape&) { return sinew::range1d{bins}; }
+  static sinew::shape output_shape(const sinew::shape&, const sinew::range&) { return sinew::shape::d1(bins); }
+  void operator()(sinew::group& g, sinew::in<float, 2> img, sinew::out<std::uint32_t> hist) const {
+    auto local = g.local_mem<std::uint32_t>(bins);
+    g.each([&](const sinew::item& it) { local[it.local_linear()] = 0; });
+    g.each([&](const sinew::item& it) {
+      for (std::size_t r = it.local_linear(); r < img.rows(); r += bins)
+        for (std::size_t x = 0; x < img.cols(); ++x) sinew::group::atomic_add(local[bin_of(img(r, x))], 1u);
+    });
+    g.each([&](const sinew::item& it) { hist[it.local_linear()] = local[it.local_linear()]; });
+  }
 };
 
-/// Edges weighted by the inverted intensity: strong edges in dark areas.
-struct Weigh {
-  void operator()(float edge, float dark, float* out) const { *out = edge * dark; }
+/// The intensity range between the 5th and 95th percentiles, from a histogram.
+float spread(const std::uint32_t* hist) {
+  std::uint32_t total = 0, below = 0;
+  for (std::size_t b = 0; b < bins; ++b) total += hist[b];
+  std::size_t lo = bins, hi = bins;
+  for (std::size_t b = 0; b < bins && hi == bins; ++b) {
+    below += hist[b];
+    if (lo == bins && 20 * below >= total) lo = b;
+    if (20 * below >= 19 * total) hi = b;
+  }
+  return float(hi - lo + 1) / float(bins);
+}
+
+/// Per chunk over a zip of an edge map and its image's histogram (each buffer
+/// with its own shape): the edges divided by the image's contrast.
+struct Normalise {
+  void operator()(sinew::chunk c, sinew::in<float, 2> edges, sinew::in<std::uint32_t> hist,
+                  sinew::out<float, 2> out) const {
+    const float s = spread(hist.data());
+    for (std::size_t r = c.begin; r < c.end; ++r)
+      for (std::size_t x = 0; x < edges.cols(); ++x) out(r, x) = edges(r, x) / s;
+  }
 };
 
 std::vector<float> make_image(std::size_t k) {
@@ -87,7 +126,10 @@ std::vector<float> reference(const std::vector<float>& img, std::vector<float>& 
       const float gx = at(sm, r, x + 1) - at(sm, r, x - 1), gy = at(sm, r + 1, x) - at(sm, r - 1, x);
       edges[r * cols + x] = std::sqrt(gx * gx + gy * gy);
     }
-  for (std::size_t i = 0; i < img.size(); ++i) out[i] = edges[i] * (1.0f - sm[i]);
+  std::uint32_t hist[bins] = {};
+  for (float v : sm) ++hist[bin_of(v)];
+  const float s = spread(hist);
+  for (std::size_t i = 0; i < img.size(); ++i) out[i] = edges[i] / s;
   return out;
 }
 
@@ -103,9 +145,9 @@ int main(int argc, char** argv) {
   auto frames = d.source("frames");
   auto smooth = d.add("smooth", sinew::map<Smooth>(), frames);
   auto edges = d.add("edges", sinew::farm(sinew::map<Edges>(), 2), smooth);  // smooth feeds two trees:
-  auto dark = d.add("dark", sinew::map<Invert>(), smooth);                    // a broadcast
-  auto both = d.zip("both", {edges, dark});   // one unit per image: edge map, then inverted image
-  d.sink("weighted", d.add("weigh", sinew::map<Weigh>(), both));
+  auto hist = d.add("histogram", sinew::group_kernel<Histogram>(sinew::range1d{bins}), smooth);  // a broadcast
+  auto both = d.zip("both", {edges, hist});   // one unit per image: edge map [96x128], histogram [64]
+  d.sink("weighted", d.add("normalise", sinew::map<Normalise>(), both));
   d.sink("preview", edges);                   // the edge maps again: a second broadcast
   sinew::graph g(d, {.scheduler = &sched});
 

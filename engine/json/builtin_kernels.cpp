@@ -12,6 +12,8 @@
 #include <memory>
 #include <thread>
 
+#include "image_kernels.hpp"
+
 namespace sinew {
 namespace {
 
@@ -263,6 +265,8 @@ void register_builtin_kernels(kernel_registry& r) {
       [](const layer& in, layer& out, const kernel_args&) {
         if (in.count()) std::memcpy(out_ptr<std::uint8_t>(out, 0), in_ptr<std::uint8_t>(in, 0), in.count());
       });
+
+  detail::register_image_kernels(r);
 }
 
 }  // namespace sinew

@@ -137,7 +137,8 @@ class dag_reference {
           if (!all) break;  // the run fails on an unmatched unit itself
           item z{input(v, 0)[0].origin, layer(input(v, 0)[0].l.shape()), {}};
           for (std::size_t j = 0; j < v.ins.size(); ++j)
-            for (unsigned b = 0; b < input(v, j)[0].l.size(); ++b) z.l.add(input(v, j)[0].l[b]);
+            for (unsigned b = 0; b < input(v, j)[0].l.size(); ++b)
+              z.l.add(input(v, j)[0].l[b], input(v, j)[0].l.shape_of(b));
           o[0].push_back(std::move(z));
           break;
         }

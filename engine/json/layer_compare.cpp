@@ -57,9 +57,10 @@ layer copy_layer(const layer& from) {
   layer l(from.shape());
   for (unsigned i = 0; i < from.size(); ++i) {
     const buffer_ref& b = from[i];
-    buffer_ref c = buffer_pool::global().acquire(from.count(), b->type());
-    if (b->bytes()) std::memcpy(c.data<unsigned char>(), b.data<unsigned char>(), from.count() * b->type().size);
-    l.add(std::move(c));
+    const std::size_t n = from.shape_of(i).count();
+    buffer_ref c = buffer_pool::global().acquire(n, b->type());
+    if (b->bytes()) std::memcpy(c.data<unsigned char>(), b.data<unsigned char>(), n * b->type().size);
+    l.add(std::move(c), from.shape_of(i));
   }
   return l;
 }
@@ -69,8 +70,11 @@ std::string compare_layers(const layer& got, const layer& want, double tol) {
   if (got.size() != want.size())
     return std::to_string(got.size()) + " buffers, reference " + std::to_string(want.size());
   for (unsigned b = 0; b < got.size(); ++b) {
+    if (!(got.shape_of(b) == want.shape_of(b)))
+      return "buffer " + std::to_string(b) + " shape " + got.shape_of(b).str() + ", reference " +
+             want.shape_of(b).str();
     const elem_type& t = want[b]->type();
-    const std::size_t n = got.count(), es = t.size;
+    const std::size_t n = got.shape_of(b).count(), es = t.size;
     const unsigned char* g = got[b].data<unsigned char>();
     const unsigned char* w = want[b].data<unsigned char>();
     if (std::memcmp(g, w, n * es) == 0) continue;

@@ -55,6 +55,7 @@ inline void copy_str(char* dst, std::size_t cap, const std::string& s) {
 }
 
 inline layer_desc describe(const layer& l) {
+  sinew::detail::require_uniform(l, "a distributed node (it ships every buffer by rows)");
   layer_desc d;
   d.rank = l.shape().rank;
   for (int i = 0; i < 3; ++i) d.ext[i] = l.shape().ext[std::size_t(i)];

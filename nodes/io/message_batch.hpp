@@ -58,18 +58,19 @@ class message_batch {
 };
 
 /// Calls `f(frames, n, buffers)` once per record of a unit's layer 0 (a unit
-/// that is not a batch is one record): the frames of its message, one per
+/// that is not a batch, or whose buffers have shapes of their own, is one
+/// record, each buffer its shape's elements): the frames of its message, one per
 /// buffer when `multipart`, else one of the buffers back to back (gathered
 /// into `scratch` when there are several); `buffers` are the record's
 /// buffers, one frame each.
 template <class F>
 void for_each_message(const layer& l, const record_index& r, bool multipart, std::vector<char>& scratch, F&& f) {
-  const bool whole = !r.fits(l.count());
+  const bool whole = !r.fits(l.count()) || !l.uniform();
   const std::size_t n = whole ? 1 : r.size();
   frame fr[layer::max_buffers];
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t b0 = whole ? 0 : r.begin(i), e0 = whole ? l.count() : r.end(i);
     for (unsigned b = 0; b < l.size(); ++b) {
+      const std::size_t b0 = whole ? 0 : r.begin(i), e0 = whole ? l.shape_of(b).count() : r.end(i);
       const std::size_t sz = l[b]->type().size;
       fr[b] = {static_cast<const char*>(l[b]->data()) + b0 * sz, (e0 - b0) * sz};
     }

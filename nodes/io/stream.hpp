@@ -187,15 +187,16 @@ struct record_read {
 
 /// Reads one record of `l` into `dst[i]` (buffer i's elements of the record).
 record_read read_record(fd_reader& r, const record_layout& l, char* const* dst);
-/// Bytes of a layer's data: `count()` elements per buffer.
+/// Bytes of a layer's data: the elements of each buffer's shape.
 std::size_t layer_bytes(const layer& l) noexcept;
 /// Calls `f(p, n, b)` for the bytes `[p, p + n)` of buffer `b` of `l` as
 /// records are written: record by record, each its buffers back to back (a
-/// unit that is not a batch, or whose index no longer fits, is one record).
+/// unit that is not a batch, or whose index no longer fits, or whose buffers
+/// have shapes of their own, is one record).
 template <class F>
 void for_each_record_bytes(const layer& l, const record_index& r, F&& f) {
-  if (!r.fits(l.count())) {
-    for (unsigned b = 0; b < l.size(); ++b) f(l[b]->data(), l.count() * l[b]->type().size, b);
+  if (!r.fits(l.count()) || !l.uniform()) {
+    for (unsigned b = 0; b < l.size(); ++b) f(l[b]->data(), l.shape_of(b).count() * l[b]->type().size, b);
     return;
   }
   for (std::size_t i = 0; i < r.size(); ++i)

@@ -159,6 +159,7 @@ class compiled_kernel {
     for (auto& x : s_.args) has_out |= x.kind == arg::kind::output;
     if (has_out && !inplace && !(out.shape() == in.shape()))
       throw error("output shape " + out.shape().str() + " differs from input shape " + in.shape().str());
+    sinew::detail::require_uniform(in, "an OpenCL kernel leaf");
     const shape& shp = in.shape();
     const unsigned rank = std::clamp(shp.rank, 1u, 3u);
     const std::size_t outer = shp.ext[0], inner = rank == 1 ? 1 : shp.inner();

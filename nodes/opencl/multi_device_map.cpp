@@ -113,6 +113,7 @@ class multi_device_exec final : public executable {
 
   void execute(exec_args& a) override {
     const layer& in = *a.in;
+    require_uniform(in, "a multi-device map (it splits every buffer by rows)");
     if (!in_place_ && !(a.out->shape() == in.shape()))
       throw error("output shape " + a.out->shape().str() + " differs from input shape " + in.shape().str());
     const std::size_t rows = in.shape().ext[0], size = in.count();

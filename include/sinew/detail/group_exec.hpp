@@ -144,9 +144,9 @@ class group_exec final : public executable {
     using A = typename S::template arg_t<I + 1>;
     using T = typename S::template tr<I + 1>::elem;
     if constexpr (S::roles[I] == role::output)
-      return A(out[unsigned(slot<I>())].template data<T>(), out.shape());
+      return A(out[unsigned(slot<I>())].template data<T>(), out.shape_of(unsigned(slot<I>())));
     else
-      return A(in[unsigned(slot<I>())].template data<T>(), in.shape());
+      return A(in[unsigned(slot<I>())].template data<T>(), in.shape_of(unsigned(slot<I>())));
   }
   /// Position of view I among the views of its layer.
   template <std::size_t I>

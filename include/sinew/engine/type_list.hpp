@@ -25,8 +25,18 @@ struct type_list {
   bool matches(const type_list& o) const;
 };
 
-/// Throws if `l` lacks the buffers `t` describes (count and element size).
+/// Throws if `l` lacks the buffers `t` describes (element size, and as many
+/// elements as the buffer's shape).
 void check_layer(const layer& l, const type_list& t, const char* which);
+
+[[noreturn, gnu::cold]] void not_uniform(const layer& l, const char* leaf);
+/// Throws unless every buffer of `l` has the layer's shape (layer::uniform):
+/// for leaves that read every buffer at the same element; `leaf` names the
+/// kind ("a per-element map").
+inline void require_uniform(const layer& l, const char* leaf) {
+  if (!l.uniform()) [[unlikely]]
+    not_uniform(l, leaf);
+}
 
 /// Adds to `l` one buffer from the global pool per type of `t`, of
 /// `l.count()` elements.

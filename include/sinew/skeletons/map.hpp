@@ -150,6 +150,9 @@ class map_exec final : public row_executable {
       if (!(out.shape() == in.shape()))
         throw error("output shape " + out.shape().str() + " differs from input shape " + in.shape().str());
     }
+    // Per-chunk leaves view each buffer with its own shape; the others read
+    // every buffer at one element index.
+    if constexpr (!S::chunked) require_uniform(in, S::per_record ? "a per-record map" : "a per-element map");
     auto ptrs = bind(in, out, std::make_index_sequence<S::N>{});
     if constexpr (S::per_record) {
       // Records [rb, re) of the batch; a unit that is not one is one record.
@@ -173,7 +176,7 @@ class map_exec final : public row_executable {
       std::size_t mt = cost_.task_items(min_task ? min_task : o_.min_task ? o_.min_task : 1);
       std::size_t lim = o_.inline_below ? o_.inline_below : 2 * mt;
       auto body = [&](std::size_t b, std::size_t e) {
-        call_chunk(r0 + b, r0 + e, in.shape(), out.shape(), ptrs, std::make_index_sequence<S::N>{});
+        call_chunk(r0 + b, r0 + e, in, out, ptrs, std::make_index_sequence<S::N>{});
       };
       if (n < lim || !a.sched) return run_inline(body, n, 1);
       std::size_t inner = dom.inner() ? dom.inner() : 1;
@@ -256,17 +259,18 @@ class map_exec final : public row_executable {
     for (std::size_t i = b; i < e; ++i) f(elem_arg<I>(std::get<I>(local), i, shp)...);
   }
 
+  /// A view of a whole buffer, with the buffer's own shape.
   template <std::size_t I, class P>
-  static auto chunk_arg(P p, std::size_t b, std::size_t e, const shape& is, const shape& os) {
+  static auto chunk_arg(P p, std::size_t b, std::size_t e, const layer& in, const layer& out) {
     using A = std::remove_cv_t<std::remove_reference_t<typename S::template arg_t<I>>>;
     if constexpr (S::roles[I] == role::chunk) return chunk{b, e};
-    else if constexpr (S::roles[I] == role::output) return A(p, os);
-    else return A(p, is);
+    else if constexpr (S::roles[I] == role::output) return A(p, out.shape_of(S::slots[I]));
+    else return A(p, in.shape_of(S::slots[I]));
   }
   template <class Ptrs, std::size_t... I>
-  void call_chunk(std::size_t b, std::size_t e, const shape& is, const shape& os, const Ptrs& ptrs,
+  void call_chunk(std::size_t b, std::size_t e, const layer& in, const layer& out, const Ptrs& ptrs,
                   std::index_sequence<I...>) const {
-    f_(chunk_arg<I>(std::get<I>(ptrs), b, e, is, os)...);
+    f_(chunk_arg<I>(std::get<I>(ptrs), b, e, in, out)...);
   }
 
   template <class Ptrs, std::size_t... I>

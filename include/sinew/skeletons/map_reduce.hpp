@@ -48,6 +48,7 @@ class map_reduce_exec final : public executable {
     layer& out = *a.out;
     check_layer(in, in_t_, "input");
     check_layer(out, out_t_, "output");
+    require_uniform(in, "a map_reduce");
     std::size_t n = in.count();
     R* dst = out[0].template data<R>();
     if (n == 0) {
