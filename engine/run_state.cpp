@@ -25,10 +25,15 @@ std::size_t unit_bound(const compiled_graph& g) {
   for (const junction_spec& j : g.junctions) n += j.outs.size();
   return n;
 }
+
+std::uint64_t next_run_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);  // only uniqueness is needed
+}
 }  // namespace
 
 run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<source> srcs, std::vector<sink> snks)
-    : g(std::move(graph)), tr(g->opts.trace), sinks(std::move(snks)), units(unit_bound(*g)) {
+    : g(std::move(graph)), id(next_run_id()), tr(g->opts.trace), sinks(std::move(snks)), units(unit_bound(*g)) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   if (unsigned every = g->opts.latency_every) {
     time_latency = true;

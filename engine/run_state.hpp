@@ -108,6 +108,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   bool dropping() const noexcept { return state.load(std::memory_order_acquire) >= failed; }
 
   std::shared_ptr<const compiled_graph> g;
+  const std::uint64_t id;  // sinew::current_run_id(): unique in the process, never 0
   // Read on every unit by every stage: kept away from written lines.
   trace* const tr;  // null: not traced
   std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed

@@ -7,6 +7,7 @@
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
+#include <sinew/engine/run_id.hpp>
 #include <sinew/engine/trace.hpp>
 
 #include "channel.hpp"
@@ -351,6 +352,11 @@ void stage_rt::finish_async(work_unit* u, std::uint64_t b, std::exception_ptr e)
 }  // namespace sinew::detail
 
 namespace sinew {
+
+std::uint64_t current_run_id() noexcept {
+  const detail::stage_rt* st = detail::tl_stage;
+  return st ? st->run->id : 0;
+}
 
 void add_stage_counter(std::string_view name, double v) {
   detail::stage_rt* st = detail::tl_stage;

@@ -3,6 +3,7 @@
 // the same tree run alone; `sinew`-style endpoints by name.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -157,4 +158,30 @@ TEST_CASE("graph files: a join pairs units by key and counts the unmatched and -
   std::vector<std::pair<std::string, std::shared_ptr<sinew::io::checksum_result>>> sums;
   auto rep = std::make_shared<sinew::verify_report>();
   CHECK_THROWS_WITH(sinew::verifying_sinks(f, f.make_sinks(sums), rep), Catch::Contains("join 'j'"));
+}
+
+TEST_CASE("graph files: stateful kernels start every run afresh unless across_runs", "[json][dag]") {
+  const std::string doc = R"({"sinew": 1, "name": "counts",
+    "sources": {"records": {"type": "generator", "buffers": ["u8"], "shape": [1], "count": 3000, "seed": 9}},
+    "nodes": {"counts": {"keyed_farm": "records", "replicas": 3, "key": {"buffer": 0, "element": 0},
+                         "graph": {"map": "running_count"}}},
+    "sinks": {"out": {"input": "counts", "sink": {"type": "checksum"}}}})";
+  for (bool across : {false, true}) {
+    INFO((across ? "across runs" : "per run"));
+    auto f = sinew::graph_file::parse(doc, "counts.json",
+                                      {std::string("/nodes/counts/graph/args={\"across_runs\": ") +
+                                       (across ? "true" : "false") + "}"});
+    auto sched = f.make_scheduler(2);
+    sinew::graph g = f.make_graph(f.options(sched.get()));
+    std::uint32_t most[2] = {0, 0};  // the highest count each run saw
+    for (int r = 0; r < 2; ++r) {
+      auto run = g.run(f.make_sources(), {{"out", sinew::for_each([&, r](const sinew::work_unit& u) {
+                                             most[r] = std::max(most[r], u.input<std::uint32_t>(0)[0]);
+                                           })}});
+      run.get();
+    }
+    REQUIRE(most[0] > 1);
+    // Every key's counts restart (the same maximum) or go on (twice it).
+    CHECK(most[1] == (across ? 2 * most[0] : most[0]));
+  }
 }

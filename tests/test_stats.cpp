@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "test_common.hpp"
@@ -224,4 +226,30 @@ TEST_CASE("stats can be polled while the run goes on", "[stats][tsan]") {
   CHECK(st.scheduler.workers.size() == s.stats().workers.size());
   const run_stats again = f.stats();  // final: waits are no longer growing
   CHECK(again.stages[2].wait_in_ns == st.stages[2].wait_in_ns);
+}
+
+TEST_CASE("current_run_id names each run inside its stages and is 0 outside", "[runtime][tsan]") {
+  CHECK(current_run_id() == 0);
+  std::mutex m;
+  std::set<std::uint64_t> seen[2];
+  auto s = make_scheduler("steal", {.threads = 2, .pin = false});
+  struct record_id {
+    std::mutex* m;
+    std::set<std::uint64_t>* ids;
+    void operator()(chunk, in<int>, out<int>) const {
+      std::lock_guard<std::mutex> lk(*m);
+      ids->insert(current_run_id());
+    }
+  };
+  for (int r = 0; r < 2; ++r) {
+    graph g(farm(map(record_id{&m, &seen[r]}), 2), {.scheduler = s.get()});
+    auto items = make_items(50, 4);
+    std::vector<std::vector<int>> out;
+    g.run(items, out).get();
+  }
+  REQUIRE(seen[0].size() == 1);  // every stage of a run sees the same id
+  REQUIRE(seen[1].size() == 1);
+  CHECK(*seen[0].begin() != 0);
+  CHECK(*seen[1].begin() != 0);
+  CHECK(*seen[0].begin() != *seen[1].begin());
 }

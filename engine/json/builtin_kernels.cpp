@@ -2,6 +2,7 @@
 // [Marques14, §5.1.1] plus a few small utilities for streams and tests. Each
 // has a sequential reference written as a plain loop over the whole unit,
 // used by `sinew run --verify`.
+#include <sinew/engine/run_id.hpp>
 #include <sinew/json/kernel_registry.hpp>
 #include <sinew/workloads.hpp>
 
@@ -50,14 +51,35 @@ struct delay_u8 {
     std::memcpy(y.data() + c.begin, x.data() + c.begin, c.size());
   }
 };
+/// State of a kernel instance that starts afresh with every run of its
+/// graph, unless told to keep it across runs (`across_runs`).
+template <class T>
+struct per_run {
+  T value{};
+  std::uint64_t run = 0;  // current_run_id() of the run that last used it
+  bool across_runs = false;
+  T& get() {
+    if (const std::uint64_t id = current_run_id(); id != run) {
+      if (!across_runs) value = T{};
+      run = id;
+    }
+    return value;
+  }
+};
+kernel_param across_runs_param() {
+  return kernel_param::boolean("across_runs", "keep the state from one run of the loaded graph to the next", false);
+}
+
 /// Per record (a u8 key): how many records of its key this instance has
-/// seen, this one included (u32). The counts belong to the kernel instance,
-/// so it must see its records one at a time, in order: one call per unit
-/// (whole_unit_chunks) in a serial stage, e.g. a keyed farm's replica.
+/// seen in this run, this one included (u32). The counts belong to the
+/// kernel instance, so it must see its records one at a time, in order: one
+/// call per unit (whole_unit_chunks) in a serial stage, e.g. a keyed farm's
+/// replica.
 struct running_count_u8 {
-  std::shared_ptr<std::array<std::uint32_t, 256>> counts;
+  std::shared_ptr<per_run<std::array<std::uint32_t, 256>>> s;
   void operator()(sinew::chunk c, sinew::in<std::uint8_t> key, sinew::out<std::uint32_t> count) const {
-    for (std::size_t i = c.begin; i < c.end; ++i) count(i) = ++(*counts)[key(i)];
+    auto& counts = s->get();
+    for (std::size_t i = c.begin; i < c.end; ++i) count(i) = ++counts[key(i)];
   }
 };
 /// Per record (u8 key, f32 value): the key, and the mean of its key's values
@@ -67,9 +89,10 @@ struct running_mean_u8 {
     std::array<double, 256> total{};
     std::array<std::uint64_t, 256> n{};
   };
-  std::shared_ptr<sums> s;
+  std::shared_ptr<per_run<sums>> state;
   void operator()(sinew::chunk c, sinew::in<std::uint8_t> key, sinew::in<float> value, sinew::out<std::uint8_t> key_out,
                   sinew::out<float> mean) const {
+    sums* s = &state->get();
     for (std::size_t i = c.begin; i < c.end; ++i) {
       const std::uint8_t k = key(i);
       s->total[k] += value(i);
@@ -245,17 +268,28 @@ void register_builtin_kernels(kernel_registry& r) {
   // itself, which counts the same records in the same per-key order.
   r.add_map<running_count_u8>(
       "running_count",
-      "per record (u8 key): the records of its key so far, this one included (u32); the counts live in the "
-      "node (each keyed_farm replica has its own, and keeps them from run to run): use it where units come one "
-      "at a time, in order, e.g. a keyed_farm routed by the key",
-      {}, [](const kernel_args&) { return running_count_u8{std::make_shared<std::array<std::uint32_t, 256>>()}; },
+      "per record (u8 key): the records of its key so far in this run, this one included (u32); the counts "
+      "live in the node (each keyed_farm replica has its own; 'across_runs' keeps them from run to run): use it "
+      "where units come one at a time, in order, e.g. a keyed_farm routed by the key",
+      {across_runs_param()},
+      [](const kernel_args& a) {
+        auto s = std::make_shared<per_run<std::array<std::uint32_t, 256>>>();
+        s->across_runs = a.get<bool>("across_runs");
+        return running_count_u8{std::move(s)};
+      },
       whole_unit_chunks(), 1);
 
   r.add_map<running_mean_u8>(
       "running_mean",
       "per record (u8 key, f32 value): the key and the mean of its values so far, this one included (u8, f32); "
-      "the sums live in the node, as running_count's: use it in a keyed_farm routed by the key",
-      {}, [](const kernel_args&) { return running_mean_u8{std::make_shared<running_mean_u8::sums>()}; },
+      "the sums live in the node, as running_count's (per run unless 'across_runs'): use it in a keyed_farm "
+      "routed by the key",
+      {across_runs_param()},
+      [](const kernel_args& a) {
+        auto s = std::make_shared<per_run<running_mean_u8::sums>>();
+        s->across_runs = a.get<bool>("across_runs");
+        return running_mean_u8{std::move(s)};
+      },
       whole_unit_chunks(), 1);
 
   r.add_map<delay_u8>(

@@ -22,6 +22,7 @@
 #include <sinew/engine/error.hpp>
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/node.hpp>
+#include <sinew/engine/run_id.hpp>
 #include <sinew/engine/shape.hpp>
 #include <sinew/engine/sink.hpp>
 #include <sinew/engine/source.hpp>
