@@ -11,6 +11,8 @@
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/node.hpp>
 
+#include "unit_pool.hpp"
+
 namespace sinew::detail {
 
 /// An ordered farm whose order is restored at `exit` (the outermost of those
@@ -78,6 +80,8 @@ struct compiled_graph {
   /// Where the graph treats a unit as a whole (empty: its sources may make
   /// record batches; node_impl::whole_unit_leaf, dag::whole_unit_at).
   std::string whole_unit_at;
+  /// The unit pool of the last finished run, for the next (run_state).
+  mutable unit_pool_cache unit_pools;
 
   bool is_dag() const noexcept { return !root; }
   /// Concurrency of a vertex (junctions, sources and sinks are serial).

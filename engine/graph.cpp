@@ -211,8 +211,8 @@ run_stats run_future::stats() const {
     r.bytes_in += e.bytes;
     r.sources.push_back(std::move(e));
   }
-  r.units_alive_max = s_->units.alive_max();
-  r.units_alive = s_->units.alive();
+  r.units_alive_max = s_->units->alive_max();
+  r.units_alive = s_->units->alive();
   for (auto& c : s_->channels) r.capacity_total += c->capacity();
   {
     std::lock_guard<std::mutex> lk(s_->done_m);

@@ -33,7 +33,7 @@ std::uint64_t next_run_id() noexcept {
 }  // namespace
 
 run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<source> srcs, std::vector<sink> snks)
-    : g(std::move(graph)), id(next_run_id()), tr(g->opts.trace), sinks(std::move(snks)), units(unit_bound(*g)) {
+    : g(std::move(graph)), id(next_run_id()), tr(g->opts.trace), sinks(std::move(snks)), units(g->unit_pools.take(unit_bound(*g))) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   if (unsigned every = g->opts.latency_every) {
     time_latency = true;
@@ -121,7 +121,9 @@ run_state::~run_state() {
     if (s->thread.get_id() == std::this_thread::get_id()) s->thread.detach();
     else s->thread.join();
   }
-  units.clear_all();
+  // The units go back cleared, for the graph's next run; what channels or
+  // junctions of this run still point to is never read again.
+  g->unit_pools.give(std::move(units));
 }
 
 void run_state::start() {

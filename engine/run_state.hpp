@@ -97,8 +97,8 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// buffered items count as accepted (drains_on_stop).
   bool producing(const source_rt& s) const;
 
-  work_unit* acquire_unit() { return units.acquire(); }
-  void release_unit(work_unit* u) { units.release(u); }
+  work_unit* acquire_unit() { return units->acquire(); }
+  void release_unit(work_unit* u) { units->release(u); }
   void fail(const std::string& path, std::exception_ptr e);
   void request(int how);  // stop or cancel
   /// End of stream reached a sink; the last one ends the run.
@@ -130,7 +130,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::mutex err_m;
   std::exception_ptr error;
 
-  unit_pool units;
+  std::unique_ptr<unit_pool> units;  // from g->unit_pools, given back when the run is destroyed
   latency_histogram latency;
   scheduler_stats sched_start, sched_end;  // sched_end: under done_m once done
   std::atomic<bool> trace_live{false};

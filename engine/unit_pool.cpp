@@ -18,8 +18,23 @@ void unit_pool::release_slow(work_unit* u) {
   spare_.push_back(u);
 }
 
-void unit_pool::clear_all() noexcept {
-  for (auto& u : all_) u->clear();
+bool unit_pool::recycle() noexcept {
+  work_unit* u = nullptr;
+  while (free_.try_pop(u)) {
+  }
+  spare_.clear();
+  try {
+    spare_.reserve(all_.size());  // what the ring cannot take, without allocating below
+  } catch (...) {
+    return false;
+  }
+  for (auto& p : all_) {
+    p->clear();
+    if (work_unit* w = p.get(); !free_.try_push(w)) spare_.push_back(w);
+  }
+  alive_.store(0, std::memory_order_relaxed);
+  alive_max_.store(0, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace sinew::detail

@@ -37,8 +37,10 @@ class unit_pool {
     alive_.fetch_sub(1, std::memory_order_relaxed);
     if (!free_.try_push(u)) release_slow(u);
   }
-  /// Clears every unit the pool made (their buffers go back to their pools).
-  void clear_all() noexcept;
+  /// After a run, with no other thread using the pool: every unit it made
+  /// cleared and free again, the counts zero, as a new pool of the same
+  /// bound. False when that needs memory it cannot get.
+  bool recycle() noexcept;
   std::size_t alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
   std::size_t alive_max() const noexcept { return alive_max_.load(std::memory_order_relaxed); }
 
@@ -52,6 +54,36 @@ class unit_pool {
   std::vector<std::unique_ptr<work_unit>> all_;
   alignas(cache_line) std::atomic<std::size_t> alive_{0};
   std::atomic<std::size_t> alive_max_{0};
+};
+
+/// The unit pool of a graph's last finished run, kept for its next run: a
+/// run then neither builds the pool's ring nor allocates its units again.
+/// Runs at once each take one; a pool given back when one is kept is freed.
+///
+/// \code
+/// std::unique_ptr<unit_pool> p = cache.take(bound);   // kept, or new
+/// ...                                                  // the run
+/// cache.give(std::move(p));                            // recycled and kept
+/// \endcode
+class unit_pool_cache {
+ public:
+  unit_pool_cache() = default;
+  unit_pool_cache(const unit_pool_cache&) = delete;
+  unit_pool_cache& operator=(const unit_pool_cache&) = delete;
+  ~unit_pool_cache() { delete kept_.load(std::memory_order_relaxed); }
+  std::unique_ptr<unit_pool> take(std::size_t bound) {
+    if (unit_pool* p = kept_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<unit_pool>(p);
+    return std::make_unique<unit_pool>(bound);
+  }
+  /// `p` must be idle (its run has ended and no thread touches it).
+  void give(std::unique_ptr<unit_pool> p) noexcept {
+    if (!p->recycle()) return;
+    // Release: the recycled pool is complete before another run takes it.
+    delete kept_.exchange(p.release(), std::memory_order_acq_rel);
+  }
+
+ private:
+  std::atomic<unit_pool*> kept_{nullptr};
 };
 
 }  // namespace sinew::detail

@@ -253,3 +253,39 @@ TEST_CASE("current_run_id names each run inside its stages and is 0 outside", "[
   CHECK(*seen[1].begin() != 0);
   CHECK(*seen[0].begin() != *seen[1].begin());
 }
+
+TEST_CASE("a graph's next run reuses the last run's units cleared: counts and buffers start afresh",
+          "[stats][runtime][tsan]") {
+  const auto before = buffer_pool::global().stats().bytes_in_use;
+  auto s = make_scheduler("steal", {.threads = 2, .pin = false});
+  graph g(pipeline(map<inc>(), farm(map<twice>(), 2)), {.scheduler = s.get(), .capacity = 8});
+  auto items = make_items(400, 64);
+  std::size_t alive_max_many = 0;
+  {  // many units alive at once: the sink is slow
+    std::size_t n = 0;
+    auto f = g.run(from(items), for_each([&](const work_unit&) {
+                     ++n;
+                     std::this_thread::sleep_for(std::chrono::microseconds(20));
+                   }));
+    f.get();
+    CHECK(n == items.size());
+    alive_max_many = f.stats().units_alive_max;
+  }
+  CHECK(alive_max_many > 4);
+  {  // a failed run leaves units in its queues
+    auto f = g.run(from(items), for_each([](const work_unit& u) {
+                     if (u.seq() == 50) throw std::runtime_error("sink fails");
+                   }));
+    CHECK_THROWS(f.get());
+  }
+  CHECK(buffer_pool::global().stats().bytes_in_use == before);  // its units were cleared
+  std::vector<std::vector<int>> one(1, std::vector<int>(64, 5)), out;
+  auto f = g.run(from(one), into(out));
+  f.get();
+  const auto st = f.stats();
+  CHECK(st.units_alive_max <= 3);  // this run's units, not the earlier runs'
+  CHECK(st.units_alive == 0);
+  CHECK(st.units_in == 1);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == std::vector<int>(64, 12));
+}
