@@ -19,7 +19,10 @@
 /// **Per chunk**: first parameter `sinew::chunk` (a range of the outermost
 /// dimension: rows of an image, planes of a volume), then views of whole
 /// buffers: `sinew::in<T, R>` for inputs, `sinew::out<T, R>` for outputs, or
-/// `sinew::inout<T, R>` for in-place updates.
+/// `sinew::inout<T, R>` for in-place updates. Each view has its buffer's
+/// shape, so after a zip of units of different shapes (an edge map and its
+/// histogram) one leaf reads both; per-element and per-record leaves refuse
+/// such a unit.
 /// \code
 /// struct Mirror {
 ///   void operator()(sinew::chunk c, sinew::in<rgba8, 2> src, sinew::out<rgba8, 2> dst) const {
