@@ -210,6 +210,19 @@ struct tbb_scheduler::impl {
   }
   unsigned pick_slow(const locality_hint& hint, int current, std::uint64_t& hinted, std::uint64_t& remote,
                      const char* who);
+  // Where the calling thread is, and where a task it submits now goes.
+  struct target {
+    in_arena in;
+    unsigned arena;
+    std::uint64_t hinted, remote;
+    // The caller is a worker of `p`'s target arena: the task goes on its deque.
+    bool local_to(const impl* p) const noexcept { return in.owner == p && in.arena == arena; }
+  };
+  target place(const locality_hint& hint) {
+    target t{tl_in, 0, 0, 0};
+    t.arena = pick(hint, t.in.owner == this ? int(t.in.arena) : -1, t.hinted, t.remote, "tbb_scheduler::submit");
+    return t;
+  }
   std::uint64_t submitted_total() const {
     std::uint64_t n = 0;
     each_counters([&](const counters& c, unsigned) { n += c.submits.load(std::memory_order_acquire); });
@@ -370,17 +383,15 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
 void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
-  const impl::in_arena in = impl::tl_in;
-  std::uint64_t hinted, remote;
-  const unsigned a = p->pick(hint, in.owner == p ? int(in.arena) : -1, hinted, remote, "tbb_scheduler::submit");
+  const impl::target w = p->place(hint);
   tbb::detail::d1::small_object_allocator al{};
   static_assert(sizeof(impl::task<impl::no_hint>) == 2 * tbb::detail::d1::task_alignment);
   tbb::detail::d1::task* t;
-  if (hinted) t = al.new_object<impl::task<impl::hint_bytes>>(al, std::move(fn), impl::hint_bytes{hinted, remote});
+  if (w.hinted) t = al.new_object<impl::task<impl::hint_bytes>>(al, std::move(fn), impl::hint_bytes{w.hinted, w.remote});
   else t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
-  p->count_submit(in);  // once nothing can throw: a counted function always runs
-  impl::node_arena& A = *p->arenas[a];
-  if (in.owner == p && in.arena == a) tbb::detail::d1::spawn(*t, A.ctx);
+  p->count_submit(w.in);  // once nothing can throw: a counted function always runs
+  impl::node_arena& A = *p->arenas[w.arena];
+  if (w.local_to(p)) tbb::detail::d1::spawn(*t, A.ctx);
   else tbb::detail::r1::enqueue(*t, A.ctx, &A.arena);
 }
 
@@ -403,12 +414,10 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   impl* p = p_.get();
   if (p->waiters_sleep) return scheduler::submit_counted(std::move(fn), c, hint);
   auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
-  const impl::in_arena in = impl::tl_in;
-  std::uint64_t hinted, remote;
-  const unsigned a = p->pick(hint, in.owner == p ? int(in.arena) : -1, hinted, remote, "tbb_scheduler::submit");
+  const impl::target w = p->place(hint);
   if (!g) {
     auto fresh = std::make_unique<tbb_group>();
-    fresh->arena = a;
+    fresh->arena = w.arena;
     detail::task_counter::extension* expected = nullptr;
     if (c.ext.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel)) g = fresh.release();
     else g = static_cast<tbb_group*>(expected);
@@ -416,10 +425,10 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   // A worker of the arena spawns onto its own deque (LIFO, as oneTBB's
   // task_group::run): its wait then runs its own subtasks first, so nested
   // groups nest about as deep as the recursion, not as the arena's queue.
-  auto h = g->tg.defer(impl::group_body(p, a, hinted, remote, std::move(fn), &c));
-  p->count_submit(in);  // once nothing can throw: a counted function always runs
-  if (in.owner == p && in.arena == a) g->tg.run(std::move(h));
-  else p->arenas[a]->arena.enqueue(std::move(h));
+  auto h = g->tg.defer(impl::group_body(p, w.arena, w.hinted, w.remote, std::move(fn), &c));
+  p->count_submit(w.in);  // once nothing can throw: a counted function always runs
+  if (w.local_to(p)) g->tg.run(std::move(h));
+  else p->arenas[w.arena]->arena.enqueue(std::move(h));
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
