@@ -409,15 +409,16 @@ work_unit* junction_rt::combine(std::vector<work_unit*>& parts) {
   for (std::size_t j = 1; j < parts.size(); ++j) {
     try {
       // A part of another shape keeps it: its buffers are added with their
-      // own shapes, the unit has input 0's (layer::shape_of).
-      const layer& p = parts[j]->in();
+      // own shapes, the unit has input 0's (layer::shape_of). They are moved:
+      // the part is released below, so no reference count changes.
+      layer& p = parts[j]->in();
       layer& o = out->in();
       if (o.size() + p.size() > layer::max_buffers)
         throw std::runtime_error("input " + std::to_string(j) + " ('" + branch(j) + "') brings " +
                                  std::to_string(p.size()) + " buffer(s) to the " + std::to_string(o.size()) +
                                  " of the inputs before it: a unit's layer holds at most " +
                                  std::to_string(layer::max_buffers));
-      for (unsigned b = 0; b < p.size(); ++b) o.add(p[b], p.shape_of(b));
+      for (unsigned b = 0; b < p.size(); ++b) o.add(std::move(p[b]), p.shape_of(b));
       if (parts[j]->note()) out->note().join(std::move(parts[j]->note()));  // written when the joined unit is
     } catch (...) {
       st.run->fail(spec.path, std::current_exception());
