@@ -4,6 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include <sinew/io.hpp>
@@ -180,6 +184,15 @@ TEST_CASE("dag zip of different shapes reaches a sink with each buffer's shape",
     want = workloads::checksum(tot.data(), tot.size() * sizeof(int), want);
   }
   CHECK(sum->value == want);
+
+  // A binary file sink writes the same bytes: each unit its image, then its totals.
+  const std::string path = "dag_shapes_out.bin";
+  g.run({{"img", images(3)}}, {{"out", io::write_file(path)}}).get();
+  std::ifstream file(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  REQUIRE(bytes.size() == 3 * (rows * cols + rows) * sizeof(int));
+  CHECK(workloads::checksum(bytes.data(), bytes.size()) == want);
 }
 
 TEST_CASE("dag a per-element map after a zip of different shapes fails naming the stage", "[dag][shapes][tsan]") {
