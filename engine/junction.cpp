@@ -372,8 +372,19 @@ void junction_rt::input_ended(std::size_t i, work_unit* e) {
 }
 
 work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
-  match& m = pending[u->seq()];
-  if (m.parts.empty()) m.parts.assign(ins.size(), nullptr);
+  auto it = pending.find(u->seq());
+  if (it == pending.end()) {
+    if (spare_matches.empty()) {
+      it = pending.emplace(u->seq(), match{}).first;
+    } else {
+      auto nh = std::move(spare_matches.back());
+      spare_matches.pop_back();
+      nh.key() = u->seq();
+      nh.mapped() = match{};
+      it = pending.insert(std::move(nh)).position;
+    }
+  }
+  match& m = it->second;
   if (m.parts[i]) {
     st.run->fail(spec.path, std::make_exception_ptr(std::runtime_error(
                                 "input " + std::to_string(i) + " ('" + branch(i) + "') delivered unit " +
@@ -397,16 +408,16 @@ work_unit* junction_rt::add_part(std::size_t i, work_unit* u) {
   }
   // Every part is here: one unit whose layer 0 holds every input's buffers,
   // in the declared order of the inputs.
-  std::vector<work_unit*> parts = std::move(m.parts);
-  pending.erase(u->seq());
-  for (std::size_t j = 0; j < parts.size(); ++j)
+  const std::array<work_unit*, layer::max_buffers> parts = m.parts;
+  spare_matches.push_back(pending.extract(it));
+  for (std::size_t j = 0; j < ins.size(); ++j)
     if (j != i && pending_in[j]-- >= window && !ended[j]) set_readable(j, true);
-  return combine(parts);
+  return combine(parts.data());
 }
 
-work_unit* junction_rt::combine(std::vector<work_unit*>& parts) {
+work_unit* junction_rt::combine(work_unit* const* parts) {
   work_unit* out = parts[0];
-  for (std::size_t j = 1; j < parts.size(); ++j) {
+  for (std::size_t j = 1; j < ins.size(); ++j) {
     try {
       // A part of another shape keeps it: its buffers are added with their
       // own shapes, the unit has input 0's (layer::shape_of). They are moved:
@@ -464,7 +475,7 @@ work_unit* junction_rt::join_part(std::size_t i, work_unit* u) {
         joining[j].erase(w);
       }
       if (none_waiting(per)) joining_by_key.erase(it);
-      return combine(parts);
+      return combine(parts.data());
     }
   }
   // It waits, at `place` among the waiting units of its key of input i

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: a dag's fan-out and fan-in vertices at run time (docs/runtime.md,
 // "Dags").
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -72,10 +73,10 @@ struct junction_rt {
   /// input has a unit of its key waiting, else null (it waits, or it can
   /// have no match).
   work_unit* join_part(std::size_t i, work_unit* u);
-  /// `parts[0]` holding the buffers of every part, in input order, each with
-  /// its part's shape, and their delivery notes; the other parts are
-  /// released. Null when the run drops its units.
-  work_unit* combine(std::vector<work_unit*>& parts);
+  /// `parts[0]` holding the buffers of every part (one per input), in input
+  /// order, each with its part's shape, and their delivery notes; the other
+  /// parts are released. Null when the run drops its units.
+  work_unit* combine(work_unit* const* parts);
   /// A join's unit that can have no match: released and counted, or the
   /// run fails (join_options::unmatched).
   void unmatched(std::size_t i, work_unit* u, std::uint64_t key, const std::string& why);
@@ -96,10 +97,13 @@ struct junction_rt {
   std::uint64_t emitted = 0;  // fan-in: data units pushed
   std::size_t next_in = 0, next_out = 0;
   struct match {
-    std::vector<work_unit*> parts;
+    std::array<work_unit*, layer::max_buffers> parts{};  // a zip has at most 8 inputs
     std::size_t n = 0;
   };
   std::unordered_map<std::uint64_t, match> pending;  // zip: by seq
+  // Entries taken out of `pending` once matched, reused for later seqs: a
+  // zipped unit allocates nothing.
+  std::vector<std::unordered_map<std::uint64_t, match>::node_type> spare_matches;
   std::vector<std::size_t> pending_in;  // zip: entries with a part from input i
   std::size_t window = 0;  // zip: most entries one input may have waiting
   struct waiting_unit {
