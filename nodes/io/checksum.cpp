@@ -6,8 +6,7 @@
 namespace sinew::io {
 
 std::uint64_t checksum_of_layer(const layer& l, std::uint64_t h) {
-  for (unsigned i = 0; i < l.size(); ++i)
-    h = workloads::checksum(l[i]->data(), l.shape_of(i).count() * l[i]->type().size, h);
+  for (unsigned i = 0; i < l.size(); ++i) h = workloads::checksum(l[i]->data(), l.bytes_of(i), h);
   return h;
 }
 

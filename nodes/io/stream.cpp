@@ -385,13 +385,13 @@ record_read read_record(fd_reader& r, const record_layout& l, char* const* dst) 
 
 std::size_t layer_bytes(const layer& l) noexcept {
   std::size_t s = 0;
-  for (unsigned i = 0; i < l.size(); ++i) s += l.shape_of(i).count() * l[i]->type().size;
+  for (unsigned i = 0; i < l.size(); ++i) s += l.bytes_of(i);
   return s;
 }
 
 void write_records(fd_writer& w, const layer& l, const record_index& r) {
   if (l.size() == 1) {  // the records back to back are the buffer
-    w.write(l[0]->data(), l.shape_of(0).count() * l[0]->type().size);
+    w.write(l[0]->data(), l.bytes_of(0));
     return;
   }
   for_each_record_bytes(l, r, [&](const void* p, std::size_t n, unsigned) { w.write(p, n); });

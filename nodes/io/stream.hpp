@@ -196,7 +196,7 @@ std::size_t layer_bytes(const layer& l) noexcept;
 template <class F>
 void for_each_record_bytes(const layer& l, const record_index& r, F&& f) {
   if (!r.fits(l.count()) || !l.uniform()) {
-    for (unsigned b = 0; b < l.size(); ++b) f(l[b]->data(), l.shape_of(b).count() * l[b]->type().size, b);
+    for (unsigned b = 0; b < l.size(); ++b) f(l[b]->data(), l.bytes_of(b), b);
     return;
   }
   for (std::size_t i = 0; i < r.size(); ++i)

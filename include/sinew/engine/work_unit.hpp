@@ -15,9 +15,9 @@
 /// auto zs = u.output<float>(0);  // view of out
 /// u.pop_layer();                 // now layer 0 is {out}
 /// \endcode
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -103,6 +103,8 @@ class layer {
       bad_get(i, sizeof(T));
     return view<T, Rank>(bufs_[i].template data<std::remove_const_t<T>>(), shape_of(i));
   }
+  /// Bytes of buffer `i`'s elements: those of its shape (shape_of).
+  std::size_t bytes_of(unsigned i) const noexcept { return shape_of(i).count() * bufs_[i]->type().size; }
   /// Bytes of data held by the layer's buffers.
   std::size_t bytes() const noexcept {
     std::size_t s = 0;
