@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sinew/detail/chase_lev_deque.hpp>
@@ -58,6 +59,18 @@ inline void idle_backoff(unsigned round) noexcept {
     std::this_thread::yield();
 }
 
+// A searcher that has seen chains (find_work's `patient` looks: a lone
+// task its owner popped and replaced) calm_after times since it last ran a
+// task waits between looks, from calm_min_ns doubling up to calm_max_ns,
+// watching only the injection shards and, every calm_poll_ns, whether a
+// deque holds more than one task. A look reads the lines of the owner's
+// deque, which the owner writes twice per task: a chain runs 2-3x slower
+// when a thief reads them every round.
+constexpr unsigned calm_after = 8;
+constexpr std::uint64_t calm_min_ns = 1'000;
+constexpr std::uint64_t calm_max_ns = 32'000;
+constexpr std::uint64_t calm_poll_ns = 2'000;
+
 constexpr unsigned inject_check_period = 61;  // as in Go's scheduler: a prime
 
 // Idle rounds that look at every other worker's deque; later rounds try one
@@ -101,6 +114,10 @@ struct steal_scheduler::impl {
     unsigned depth = 0;  // tasks being run on this thread's stack (> 1: helping)
     unsigned tick = 0;
     unsigned victim = 0;  // offset from `index` of the next one-victim round's victim
+    std::vector<std::int64_t> lone_top;  // per victim: top of the lone task seen last (-1: none)
+    bool chain_seen = false;   // the last look found a lone task replaced by its owner
+    unsigned chain_looks = 0;  // looks that did since this worker last ran a task
+    std::uint64_t calm_ns = calm_min_ns;  // the next calm wait (idle_round)
   };
 
   impl(unsigned n, bool pin, topology t) : threads(n), pin(pin), topo(std::move(t)) {}
@@ -254,7 +271,11 @@ struct steal_scheduler::impl {
   // Own deque, injection queue, then steals starting after `w`: from every
   // other worker (`all_victims`), else from the next one in turn.
   // `contended`: a steal lost a race (there may be more work).
-  task* find_work(worker& w, bool& contended, bool all_victims = true) {
+  // `patient`: a deque holding one task is robbed only if the same task (the
+  // same top index) was there at the previous look. Its owner pops it next
+  // unless it is busy: a chain of tasks, each submitting the next, stays on
+  // its worker instead of moving to a thief at every poll.
+  task* find_work(worker& w, bool& contended, bool all_victims = true, bool patient = false) {
     task* t = nullptr;
     if (++w.tick == inject_check_period) {
       w.tick = 0;
@@ -270,8 +291,17 @@ struct steal_scheduler::impl {
       last = first + 1;
     }
     for (unsigned k = first; k < last; ++k) {
-      worker& v = *workers[(w.index + k) % n];
-      if (v.dq.empty_approx()) continue;
+      const unsigned vi = (w.index + k) % n;
+      worker& v = *workers[vi];
+      const std::size_t size = v.dq.size_approx();
+      if (size == 0) continue;
+      if (patient && size == 1) {
+        const std::int64_t top = v.dq.top_approx();
+        if (std::exchange(w.lone_top[vi], top) != top) {
+          w.chain_seen = true;
+          continue;
+        }
+      }
       w.steal_attempts.fetch_add(1, std::memory_order_relaxed);
       auto r = v.dq.steal(t);
       if (r == detail::chase_lev_deque<task*>::steal_result::success) {
@@ -292,6 +322,13 @@ struct steal_scheduler::impl {
     if (!w.dq.empty_approx()) return true;
     for (const auto& v : workers)
       if (!v->dq.empty_approx()) return true;
+    return false;
+  }
+
+  // Whether another worker's deque holds more than one task.
+  bool queued_visible(const worker& w) const noexcept {
+    for (const auto& v : workers)
+      if (v.get() != &w && v->dq.size_approx() > 1) return true;
     return false;
   }
 
@@ -320,6 +357,31 @@ struct steal_scheduler::impl {
     if (last) announce_loop_done();  // the loop may be gone now
   }
 
+  // One idle round of w after a failed look (`idle`: rounds since it last
+  // ran a task): the back-off, preceded by a calm wait once w has seen
+  // calm_after chains (see calm_after).
+  void idle_round(worker& w, unsigned& idle) noexcept {
+    if (idle == 0) w.chain_looks = 0;
+    if (std::exchange(w.chain_seen, false)) ++w.chain_looks;
+    if (w.chain_looks < calm_after) {
+      w.calm_ns = calm_min_ns;
+    } else {
+      std::uint64_t now = now_ns();
+      const std::uint64_t end = now + w.calm_ns;
+      std::uint64_t next_look = now + calm_poll_ns;
+      while (now < end && !injected_visible()) {
+        if (now >= next_look) {
+          if (queued_visible(w)) break;
+          next_look = now + calm_poll_ns;
+        }
+        for (int i = 0; i < 8; ++i) cpu_relax();
+        now = now_ns();
+      }
+      w.calm_ns = std::min(2 * w.calm_ns, calm_max_ns);
+    }
+    idle_backoff(idle++);
+  }
+
   // A worker waits for its loop, its task group or a graph run (`done(mo)`
   // reads their state with memory order mo): it runs whatever it can find
   // meanwhile.
@@ -330,7 +392,7 @@ struct steal_scheduler::impl {
     while (!done(std::memory_order_acquire)) {
       bool contended = false;
       task* t = nullptr;
-      if (deep ? w.dq.pop(t) : (t = find_work(w, contended, scans < full_scan_rounds)) != nullptr) {
+      if (deep ? w.dq.pop(t) : (t = find_work(w, contended, scans < full_scan_rounds, true)) != nullptr) {
         run_task(w, t);
         idle = scans = 0;
         continue;
@@ -338,7 +400,7 @@ struct steal_scheduler::impl {
       if (contended) continue;
       ++scans;
       if (idle < spin_rounds) {
-        idle_backoff(idle++);
+        idle_round(w, idle);
         continue;
       }
       loop_waiters.fetch_add(1, std::memory_order_seq_cst);
@@ -358,7 +420,7 @@ struct steal_scheduler::impl {
     unsigned idle = 0;
     for (;;) {
       bool contended = false;
-      if (task* t = find_work(w, contended, idle < full_scan_rounds)) {
+      if (task* t = find_work(w, contended, idle < full_scan_rounds, true)) {
         found_while_searching(w);
         run_task(w, t);
         idle = 0;
@@ -368,7 +430,7 @@ struct steal_scheduler::impl {
       w.busy_end();
       lot.start_searching(w.park);
       if (idle < spin_rounds) {
-        idle_backoff(idle++);
+        idle_round(w, idle);
         continue;
       }
       // Park (protocol above).
@@ -462,6 +524,7 @@ steal_scheduler::steal_scheduler(const topology& t, bool pin)
 
 void steal_scheduler::start() {
   for (unsigned i = 0; i < p_->threads; ++i) p_->shards.push_back(std::make_unique<impl::shard>());
+  for (auto& w : p_->workers) w->lone_top.assign(p_->threads, -1);
   // Every worker exists before any starts (they steal from each other).
   try {
     for (auto& w : p_->workers) {

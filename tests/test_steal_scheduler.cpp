@@ -400,6 +400,34 @@ TEST_CASE("steal_scheduler: tasks submitted by a worker are stolen by the others
   CHECK(steals > 0);
 }
 
+TEST_CASE("steal_scheduler: a lone task of a busy worker is stolen after a chain of tasks",
+          "[steal][scheduler][tsan]") {
+  // A chain (each task submitting the next) makes the idle worker leave lone
+  // tasks to their owner and then wait calmly between looks; the chain's
+  // last task submits one more and stays busy until that one has run on
+  // the other thread, which must still steal it.
+  steal_scheduler s(2);
+  std::atomic<bool> done{false};
+  sched_test::steal_witness witness(0, 1);
+  std::function<void(int)> link = [&](int left) {
+    if (left > 0) {
+      s.submit([&link, left] { link(left - 1); });
+      return;
+    }
+    s.submit([&] {
+      witness.block(0);
+      done.store(true);
+    });
+    witness.block(0);
+  };
+  s.submit([&link] { link(scaled(20000, 2000)); });
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!done.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(done.load());
+  CHECK(witness.stolen());
+}
+
 TEST_CASE("steal_scheduler: the destructor runs every submitted task", "[steal][scheduler][tsan]") {
   std::atomic<std::size_t> done{0};
   const std::size_t n = scaled(20'000, 2'000);

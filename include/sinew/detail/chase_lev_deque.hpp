@@ -116,6 +116,10 @@ class chase_lev_deque {
   }
   bool empty_approx() const noexcept { return size_approx() == 0; }
 
+  /// A snapshot of the index of the oldest element: it grows by one with
+  /// every element taken from the top, and with every pop of a last one.
+  std::int64_t top_approx() const noexcept { return top_.load(std::memory_order_acquire); }
+
   /// Current capacity of the circular array (owner only, or when quiescent).
   std::size_t capacity() const noexcept {
     return array_.load(std::memory_order_relaxed)->mask + 1;
