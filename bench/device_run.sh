@@ -136,13 +136,13 @@ case "$mode" in
     one multidevice_saxpy 60 ./sinew-bench multidevice_saxpy
     one cpp_vs_opencl_cpu 150 ./sinew-bench cpp_vs_opencl_cpu
     one opencl_leaves 60 ./sinew-bench opencl_leaves ;;
-  tasks)  # issue 22: the scheduling library on 16 cores (tests, a million-task stress, sched_spawn, task_graphs, algorithms), < 9 min
+  tasks)  # issue 22: the scheduling library on 16 cores (tests, a million-task stress, sched_spawn, task_graphs, algorithms; all full size), < 9 min
     machine
     { timeout 90 ./sinew-tests "[task_graph],[nested],[async],[algorithms],[sched3]" ; echo "sinew-tests rc=$?"; } > "$d/tasks-tests.txt" 2>&1
     record "$d" "bash $carry/run.sh $mode: timeout 90 ./sinew-tests \"[task_graph],[nested],[async],[algorithms],[sched3]\"" tasks-tests.txt
     { timeout 60 ./sinew-tests "every policy: one million tasks in random spawn trees and random graphs" ; echo "sinew-tests rc=$?"; } > "$d/tasks-stress.txt" 2>&1
     record "$d" "bash $carry/run.sh $mode: timeout 60 ./sinew-tests \"every policy: one million tasks in random spawn trees and random graphs\"" tasks-stress.txt
-    one sched_spawn 45 ./sinew-bench sched_spawn --quick
+    one sched_spawn 90 ./sinew-bench sched_spawn
     one task_graphs 120 ./sinew-bench task_graphs
     one algorithms 240 ./sinew-bench algorithms ;;
   pipeline)  # issue 20, the per-unit path at full size: farm_grain (about 60 s on 16 cores), pipeline_overhead (about 200 s)
