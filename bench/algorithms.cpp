@@ -10,8 +10,9 @@
 //    untimed), sinew::parallel_sort vs tbb::parallel_sort.
 //
 // Sinew runs under each policy (`make_scheduler(p, {.threads =
-// thread_count()})`, one scheduler alive at a time); the peers run inside
-// peer_arena(). Every run's result is checked.
+// thread_count()})`), the peers inside peer_arena(); per algorithm all four
+// are measured in interleaved rounds and each ratio is the median of the
+// round-by-round ratios. Every run's result is checked.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -86,54 +87,56 @@ void run(sb::context& ctx) {
   ctx.param("threads", threads);
   ctx.param("reduce_grain", grain);
   data d(n);
-  struct policy_result {
-    std::string name;
-    const sb::series *reduce, *scan, *sort;
-  };
-  std::vector<policy_result> policies;
   double got_sum = 0;
   auto reset_keys = [&] { std::copy(d.orig.begin(), d.orig.end(), d.keys.begin()); };
-  // One variant in elements per second; the sorts reset their input first.
-  auto measure = [&](const std::string& name, std::function<void()> run, std::function<std::string()> check,
-                     const std::string& note) -> const sb::series& {
-    return ctx.measure({.name = name,
-                        .unit = "Melem/s",
-                        .better = sb::higher,
-                        .setup = name.starts_with("sort") ? std::function<void()>(reset_keys) : nullptr,
-                        .run = std::move(run),
-                        .to_metric = [n](double s) { return double(n) / s / 1e6; },
-                        .check = std::move(check),
-                        .note = note});
-  };
   auto check_sum = [&] { return d.check_sum(got_sum); };
   auto check_scan = [&] { return d.check_scan(); };
   auto check_sort = [&] { return d.check_sort(); };
+  // One variant in elements per second; the sorts reset their input first.
+  auto variant = [&](const std::string& name, std::function<void()> run, std::function<std::string()> check,
+                     const std::string& note) {
+    return sb::variant{.name = name,
+                       .unit = "Melem/s",
+                       .better = sb::higher,
+                       .setup = name.starts_with("sort") ? std::function<void()>(reset_keys) : nullptr,
+                       .run = std::move(run),
+                       .to_metric = [n](double s) { return double(n) / s / 1e6; },
+                       .check = std::move(check),
+                       .note = note};
+  };
 
-  // ---- Sinew's policies, one scheduler at a time.
-  for (const char* policy : {"tbb", "steal", "deal"}) {
-    const std::string p = policy;
-    std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler(p, {.threads = threads});
-    sinew::scheduler& sr = *s;
-    const auto& reduce = measure(
-        "reduce, sinew " + p,
+  const char* const policy_names[] = {"tbb", "steal", "deal"};
+  std::vector<std::unique_ptr<sinew::scheduler>> scheds;
+  for (const char* p : policy_names) scheds.push_back(sinew::make_scheduler(p, {.threads = threads}));
+
+  // Per algorithm: every policy and the peer in interleaved rounds (the
+  // memory bandwidth these loops are bound by drifts over minutes on a
+  // shared host), each ratio the median of its round-by-round ratios.
+  auto compare = [&](const char* alg, const char* peer_name, std::vector<sb::variant> vs) {
+    const auto s = ctx.measure_interleaved(vs);
+    const std::size_t peer = vs.size() - 1;
+    for (std::size_t i = 0; i < peer; ++i) {
+      ctx.ratio(std::string("algorithms_") + alg + "_" + policy_names[i], sb::paired_ratio(*s[i], *s[peer]), 0.95, sb::higher,
+                std::string("sinew ") + policy_names[i] + " elements/s / " + peer_name +
+                    " elements/s (median of paired rounds)");
+    }
+  };
+
+  std::vector<sb::variant> vs;
+  for (std::size_t i = 0; i < scheds.size(); ++i) {
+    sinew::scheduler& sr = *scheds[i];
+    vs.push_back(variant(
+        std::string("reduce, sinew ") + policy_names[i],
         [&] {
           got_sum = sinew::parallel_reduce(
               sr, n, grain, 0.0,
               [&](std::size_t b, std::size_t e, double acc) { return block_sum(d.x.data(), b, e, acc); },
               std::plus<>{});
         },
-        check_sum, p + "_scheduler(" + std::to_string(sr.concurrency()) + "), index form, grain 65536");
-    const auto& scan = measure(
-        "scan, sinew " + p, [&] { sinew::parallel_inclusive_scan(sr, d.in.begin(), d.in.end(), d.out.begin()); },
-        check_scan, "int64, out of place");
-    const auto& sort = measure(
-        "sort, sinew " + p, [&] { sinew::parallel_sort(sr, d.keys.begin(), d.keys.end()); }, check_sort,
-        "random uint32");
-    policies.push_back({p, &reduce, &scan, &sort});
+        check_sum,
+        std::string(policy_names[i]) + "_scheduler(" + std::to_string(sr.concurrency()) + "), index form, grain 65536"));
   }
-
-  // ---- Peer: oneTBB's algorithms in the peers' arena.
-  const auto& t_reduce = measure(
+  vs.push_back(variant(
       "reduce, tbb::parallel_reduce",
       [&] {
         sb::peer_arena().execute([&] {
@@ -145,8 +148,18 @@ void run(sb::context& ctx) {
               std::plus<>{});
         });
       },
-      check_sum, "auto_partitioner");
-  const auto& t_scan = measure(
+      check_sum, "auto_partitioner"));
+  compare("reduce", "tbb::parallel_reduce", std::move(vs));
+
+  vs.clear();
+  for (std::size_t i = 0; i < scheds.size(); ++i) {
+    sinew::scheduler& sr = *scheds[i];
+    vs.push_back(variant(
+        std::string("scan, sinew ") + policy_names[i],
+        [&] { sinew::parallel_inclusive_scan(sr, d.in.begin(), d.in.end(), d.out.begin()); }, check_scan,
+        "int64, out of place"));
+  }
+  vs.push_back(variant(
       "scan, tbb::parallel_scan",
       [&] {
         sb::peer_arena().execute([&] {
@@ -164,25 +177,21 @@ void run(sb::context& ctx) {
               std::plus<>{});
         });
       },
-      check_scan, "int64, out of place");
-  const auto& t_sort = measure(
+      check_scan, "int64, out of place"));
+  compare("scan", "tbb::parallel_scan", std::move(vs));
+
+  vs.clear();
+  for (std::size_t i = 0; i < scheds.size(); ++i) {
+    sinew::scheduler& sr = *scheds[i];
+    vs.push_back(variant(
+        std::string("sort, sinew ") + policy_names[i], [&] { sinew::parallel_sort(sr, d.keys.begin(), d.keys.end()); },
+        check_sort, "random uint32"));
+  }
+  vs.push_back(variant(
       "sort, tbb::parallel_sort",
       [&] { sb::peer_arena().execute([&] { tbb::parallel_sort(d.keys.begin(), d.keys.end()); }); }, check_sort,
-      "random uint32");
-
-  struct alg {
-    const char* name;
-    const sb::series* policy_result::*mine;
-    const sb::series* peer;
-    const char* what;
-  };
-  for (const alg& a : {alg{"reduce", &policy_result::reduce, &t_reduce, "tbb::parallel_reduce"},
-                       alg{"scan", &policy_result::scan, &t_scan, "tbb::parallel_scan"},
-                       alg{"sort", &policy_result::sort, &t_sort, "tbb::parallel_sort"}})
-    for (const auto& p : policies)
-      ctx.ratio(std::string("algorithms_") + a.name + "_" + p.name, (p.*a.mine)->stats.median / a.peer->stats.median,
-                0.95, sb::higher,
-                "sinew " + p.name + " elements/s / " + a.what + " elements/s (medians)");
+      "random uint32"));
+  compare("sort", "tbb::parallel_sort", std::move(vs));
 }
 
 const sb::registrar reg("algorithms",

@@ -70,6 +70,17 @@ summary summarize(std::vector<double> v);
 /// \endcode
 void append_round_ratios(const std::vector<double>& a, const std::vector<double>& b, std::vector<double>& out);
 
+struct series;
+/// The median of the round-by-round ratios of a's metric to b's, two series
+/// of one measure_interleaved call: b's time / a's for a metric where higher
+/// is better (a rate), a's time / b's otherwise.
+///
+/// \code
+/// auto s = ctx.measure_interleaved({mine, peer});
+/// ctx.ratio("mine_vs_peer", sinew_bench::paired_ratio(*s[0], *s[1]), 1.0, sinew_bench::higher);
+/// \endcode
+double paired_ratio(const series& a, const series& b);
+
 /// How one variant (one implementation of the benchmark's task) is measured.
 struct variant {
   std::string name;                 ///< e.g. "sinew", "tbb::parallel_for"

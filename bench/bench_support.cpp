@@ -33,6 +33,13 @@ void append_round_ratios(const std::vector<double>& a, const std::vector<double>
     if (b[i] > 0) out.push_back(a[i] / b[i]);
 }
 
+double paired_ratio(const series& a, const series& b) {
+  std::vector<double> r;
+  if (a.better == higher) append_round_ratios(b.seconds, a.seconds, r);
+  else append_round_ratios(a.seconds, b.seconds, r);
+  return summarize(std::move(r)).median;
+}
+
 summary summarize(std::vector<double> v) {
   summary s;
   s.n = v.size();
