@@ -11,7 +11,8 @@
 //
 // Sinew runs under each policy (`make_scheduler(p, {.threads =
 // thread_count()})`), the peers inside peer_arena(); per algorithm all four
-// are measured in interleaved rounds and each ratio is the median of the
+// are measured in interleaved rounds (one scheduler alive at a time, made in
+// the variant's untimed setup) and each ratio is the median of the
 // round-by-round ratios. Every run's result is checked.
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <oneapi/tbb/blocked_range.h>
@@ -92,106 +94,85 @@ void run(sb::context& ctx) {
   auto check_sum = [&] { return d.check_sum(got_sum); };
   auto check_scan = [&] { return d.check_scan(); };
   auto check_sort = [&] { return d.check_sort(); };
-  // One variant in elements per second; the sorts reset their input first.
-  auto variant = [&](const std::string& name, std::function<void()> run, std::function<std::string()> check,
-                     const std::string& note) {
-    return sb::variant{.name = name,
-                       .unit = "Melem/s",
-                       .better = sb::higher,
-                       .setup = name.starts_with("sort") ? std::function<void()>(reset_keys) : nullptr,
-                       .run = std::move(run),
-                       .to_metric = [n](double s) { return double(n) / s / 1e6; },
-                       .check = std::move(check),
-                       .note = note};
-  };
-
   const char* const policy_names[] = {"tbb", "steal", "deal"};
-  std::vector<std::unique_ptr<sinew::scheduler>> scheds;
-  for (const char* p : policy_names) scheds.push_back(sinew::make_scheduler(p, {.threads = threads}));
-
-  // Per algorithm: every policy and the peer in interleaved rounds (the
-  // memory bandwidth these loops are bound by drifts over minutes on a
-  // shared host), each ratio the median of its round-by-round ratios.
-  auto compare = [&](const char* alg, const char* peer_name, std::vector<sb::variant> vs) {
+  sb::policy_slot slot;
+  // Per algorithm: every policy (`mine(s)` runs it on scheduler s) and the
+  // peer in interleaved rounds, one scheduler alive at a time (the memory
+  // bandwidth these loops are bound by drifts over minutes on a shared
+  // host), each ratio the median of its round-by-round ratios. Elements per
+  // second; a sort resets its input first (untimed).
+  auto compare = [&](const char* alg, const char* peer_name, std::function<void(sinew::scheduler&)> mine,
+                     std::function<void()> peer, const std::function<std::string()>& check,
+                     const std::string& sinew_note, const std::string& peer_note) {
+    const bool sort = std::string_view(alg) == "sort";
+    auto variant = [&](const std::string& name, const char* policy, std::function<void()> run,
+                       const std::string& note) {
+      return sb::variant{.name = name,
+                         .unit = "Melem/s",
+                         .better = sb::higher,
+                         .setup =
+                             [&, policy, sort] {
+                               if (policy) slot.use(policy);
+                               else slot.none();
+                               if (sort) reset_keys();
+                             },
+                         .run = std::move(run),
+                         .to_metric = [n](double s) { return double(n) / s / 1e6; },
+                         .check = check,
+                         .note = note};
+    };
+    std::vector<sb::variant> vs;
+    for (const char* policy : policy_names)
+      vs.push_back(variant(std::string(alg) + ", sinew " + policy, policy, [&] { mine(slot.get()); },
+                           std::string(policy) + "_scheduler(" + std::to_string(threads) + "), " + sinew_note));
+    vs.push_back(variant(std::string(alg) + ", " + peer_name, nullptr,
+                         [&] { sb::peer_arena().execute(peer); }, peer_note));
     const auto s = ctx.measure_interleaved(vs);
-    const std::size_t peer = vs.size() - 1;
-    for (std::size_t i = 0; i < peer; ++i) {
-      ctx.ratio(std::string("algorithms_") + alg + "_" + policy_names[i], sb::paired_ratio(*s[i], *s[peer]), 0.95, sb::higher,
+    const std::size_t p = vs.size() - 1;
+    for (std::size_t i = 0; i < p; ++i)
+      ctx.ratio(std::string("algorithms_") + alg + "_" + policy_names[i], sb::paired_ratio(*s[i], *s[p]), 0.95,
+                sb::higher,
                 std::string("sinew ") + policy_names[i] + " elements/s / " + peer_name +
                     " elements/s (median of paired rounds)");
-    }
   };
 
-  std::vector<sb::variant> vs;
-  for (std::size_t i = 0; i < scheds.size(); ++i) {
-    sinew::scheduler& sr = *scheds[i];
-    vs.push_back(variant(
-        std::string("reduce, sinew ") + policy_names[i],
-        [&] {
-          got_sum = sinew::parallel_reduce(
-              sr, n, grain, 0.0,
-              [&](std::size_t b, std::size_t e, double acc) { return block_sum(d.x.data(), b, e, acc); },
-              std::plus<>{});
-        },
-        check_sum,
-        std::string(policy_names[i]) + "_scheduler(" + std::to_string(sr.concurrency()) + "), index form, grain 65536"));
-  }
-  vs.push_back(variant(
-      "reduce, tbb::parallel_reduce",
-      [&] {
-        sb::peer_arena().execute([&] {
-          got_sum = tbb::parallel_reduce(
-              tbb::blocked_range<std::size_t>(0, n), 0.0,
-              [&](const tbb::blocked_range<std::size_t>& r, double acc) {
-                return block_sum(d.x.data(), r.begin(), r.end(), acc);
-              },
-              std::plus<>{});
-        });
+  compare(
+      "reduce", "tbb::parallel_reduce",
+      [&](sinew::scheduler& s) {
+        got_sum = sinew::parallel_reduce(
+            s, n, grain, 0.0, [&](std::size_t b, std::size_t e, double acc) { return block_sum(d.x.data(), b, e, acc); },
+            std::plus<>{});
       },
-      check_sum, "auto_partitioner"));
-  compare("reduce", "tbb::parallel_reduce", std::move(vs));
-
-  vs.clear();
-  for (std::size_t i = 0; i < scheds.size(); ++i) {
-    sinew::scheduler& sr = *scheds[i];
-    vs.push_back(variant(
-        std::string("scan, sinew ") + policy_names[i],
-        [&] { sinew::parallel_inclusive_scan(sr, d.in.begin(), d.in.end(), d.out.begin()); }, check_scan,
-        "int64, out of place"));
-  }
-  vs.push_back(variant(
-      "scan, tbb::parallel_scan",
       [&] {
-        sb::peer_arena().execute([&] {
-          tbb::parallel_scan(
-              tbb::blocked_range<std::size_t>(0, n), std::int64_t(0),
-              [&](const tbb::blocked_range<std::size_t>& r, std::int64_t acc, bool final) {
-                const std::int64_t* in = d.in.data();
-                std::int64_t* out = d.out.data();
-                for (std::size_t i = r.begin(); i < r.end(); ++i) {
-                  acc += in[i];
-                  if (final) out[i] = acc;
-                }
-                return acc;
-              },
-              std::plus<>{});
-        });
+        got_sum = tbb::parallel_reduce(
+            tbb::blocked_range<std::size_t>(0, n), 0.0,
+            [&](const tbb::blocked_range<std::size_t>& r, double acc) {
+              return block_sum(d.x.data(), r.begin(), r.end(), acc);
+            },
+            std::plus<>{});
       },
-      check_scan, "int64, out of place"));
-  compare("scan", "tbb::parallel_scan", std::move(vs));
-
-  vs.clear();
-  for (std::size_t i = 0; i < scheds.size(); ++i) {
-    sinew::scheduler& sr = *scheds[i];
-    vs.push_back(variant(
-        std::string("sort, sinew ") + policy_names[i], [&] { sinew::parallel_sort(sr, d.keys.begin(), d.keys.end()); },
-        check_sort, "random uint32"));
-  }
-  vs.push_back(variant(
-      "sort, tbb::parallel_sort",
-      [&] { sb::peer_arena().execute([&] { tbb::parallel_sort(d.keys.begin(), d.keys.end()); }); }, check_sort,
-      "random uint32"));
-  compare("sort", "tbb::parallel_sort", std::move(vs));
+      check_sum, "index form, grain 65536", "auto_partitioner");
+  compare(
+      "scan", "tbb::parallel_scan",
+      [&](sinew::scheduler& s) { sinew::parallel_inclusive_scan(s, d.in.begin(), d.in.end(), d.out.begin()); },
+      [&] {
+        tbb::parallel_scan(
+            tbb::blocked_range<std::size_t>(0, n), std::int64_t(0),
+            [&](const tbb::blocked_range<std::size_t>& r, std::int64_t acc, bool final) {
+              const std::int64_t* in = d.in.data();
+              std::int64_t* out = d.out.data();
+              for (std::size_t i = r.begin(); i < r.end(); ++i) {
+                acc += in[i];
+                if (final) out[i] = acc;
+              }
+              return acc;
+            },
+            std::plus<>{});
+      },
+      check_scan, "int64, out of place", "int64, out of place");
+  compare(
+      "sort", "tbb::parallel_sort", [&](sinew::scheduler& s) { sinew::parallel_sort(s, d.keys.begin(), d.keys.end()); },
+      [&] { tbb::parallel_sort(d.keys.begin(), d.keys.end()); }, check_sort, "random uint32", "random uint32");
 }
 
 const sb::registrar reg("algorithms",

@@ -24,11 +24,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <oneapi/tbb/task_arena.h>
+
+namespace sinew {
+class scheduler;
+}
 
 namespace sinew_bench {
 
@@ -257,6 +262,30 @@ unsigned thread_count();
 /// threads the same way SINEW_THREADS limits Sinew's scheduler.
 tbb::task_arena& peer_arena();
 void set_thread_count(unsigned n);  // --threads (0: all hardware threads)
+
+/// One Sinew scheduler of `thread_count()` workers alive at a time, for
+/// variants of several policies measured in interleaved rounds: a Sinew
+/// variant's setup calls `use(policy)` (made anew when another policy, or
+/// none, was alive), a peer's calls `none()`, so that no idle worker or
+/// arena of another scheduler runs beside the measured one.
+///
+/// \code
+/// sinew_bench::policy_slot slot;
+/// variant v{.name = "sinew steal", .setup = [&] { slot.use("steal"); }, .run = [&] { work(slot.get()); }};
+/// variant p{.name = "peer", .setup = [&] { slot.none(); }, .run = peer_work};
+/// \endcode
+class policy_slot {
+ public:
+  policy_slot();
+  ~policy_slot();
+  void use(const std::string& policy);
+  void none();
+  sinew::scheduler& get() const;  // precondition: use() was called since none()
+
+ private:
+  std::string policy_;
+  std::unique_ptr<sinew::scheduler> s_;
+};
 
 /// "1min 5min 15min" from getloadavg(): other work running on the machine
 /// skews every number (recorded per benchmark, warned about when high).

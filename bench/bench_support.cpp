@@ -20,6 +20,7 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
+#include <sinew/schedulers/scheduler_registry.hpp>
 
 namespace sinew_bench {
 
@@ -250,6 +251,20 @@ tbb::task_arena& peer_arena() {
   static tbb::task_arena* a = new tbb::task_arena(int(thread_count()));  // immortal, like Sinew's scheduler
   return *a;
 }
+
+policy_slot::policy_slot() = default;
+policy_slot::~policy_slot() = default;
+
+void policy_slot::use(const std::string& policy) {
+  if (s_ && policy_ == policy) return;
+  s_.reset();  // one at a time: the old workers end before the new ones start
+  s_ = sinew::make_scheduler(policy, {.threads = thread_count()});
+  policy_ = policy;
+}
+
+void policy_slot::none() { s_.reset(); }
+
+sinew::scheduler& policy_slot::get() const { return *s_; }
 
 std::string load_average() {
   double l[3] = {0, 0, 0};

@@ -15,7 +15,8 @@
 // Peer: tbb::task_group in the peers' arena, children spawned with tg.run
 // from inside the tasks, tg.wait() on the root thread (which, being in the
 // arena, also runs tasks; the Sinew root thread only sleeps). Per shape the
-// three policies and the peer run in interleaved rounds; each ratio is the
+// three policies and the peer run in interleaved rounds, one scheduler
+// alive at a time (made in the variant's untimed setup); each ratio is the
 // median of the round-by-round ratios.
 #include <atomic>
 #include <cstdint>
@@ -127,8 +128,7 @@ void run(sb::context& ctx) {
 
   spawn_state st;
   const char* const policy_names[] = {"tbb", "steal", "deal"};
-  std::vector<std::unique_ptr<sinew::scheduler>> scheds;
-  for (const char* p : policy_names) scheds.push_back(sinew::make_scheduler(p, {.threads = threads}));
+  sb::policy_slot slot;
   std::atomic<std::uint64_t> tbb_ran{0};
 
   // One shape: the three policies (`root(sp)` submits the first task to sp,
@@ -141,27 +141,25 @@ void run(sb::context& ctx) {
                      const std::string& sinew_note, const std::string& peer_note) {
     auto to_ns = [tasks](double s) { return s / double(tasks) * 1e9; };
     std::vector<sb::variant> vs;
-    for (std::size_t i = 0; i < scheds.size(); ++i) {
-      sinew::scheduler* sp = scheds[i].get();
-      vs.push_back({.name = std::string(shape) + ", sinew " + policy_names[i],
+    for (const char* policy : policy_names) {
+      vs.push_back({.name = std::string(shape) + ", sinew " + policy,
                     .unit = "ns/task",
                     .better = sb::lower,
-                    .setup = nullptr,
+                    .setup = [&slot, policy] { slot.use(policy); },
                     .run =
-                        [&st, &root, sp, outstanding] {
-                          st.reset(sp, outstanding);
-                          root(sp);
+                        [&st, &root, &slot, outstanding] {
+                          st.reset(&slot.get(), outstanding);
+                          root(&slot.get());
                           st.wait();
                         },
                     .to_metric = to_ns,
                     .check = [&st, tasks] { return check_count(st.ran.load(), tasks); },
-                    .note = std::string(policy_names[i]) + "_scheduler(" + std::to_string(sp->concurrency()) + "), " +
-                            sinew_note});
+                    .note = std::string(policy) + "_scheduler(" + std::to_string(threads) + "), " + sinew_note});
     }
     vs.push_back({.name = std::string(shape) + ", tbb::task_group",
                   .unit = "ns/task",
                   .better = sb::lower,
-                  .setup = nullptr,
+                  .setup = [&slot] { slot.none(); },
                   .run =
                       [&] {
                         tbb_ran.store(0, std::memory_order_relaxed);
