@@ -14,14 +14,10 @@
 //
 // Peer: tbb::task_group in the peers' arena, children spawned with tg.run
 // from inside the tasks, tg.wait() on the root thread (which, being in the
-// arena, also runs tasks; the Sinew root thread only sleeps). Per shape the
-// three policies and the peer run in interleaved rounds, one scheduler
-// alive at a time (made in the variant's untimed setup); each ratio is the
-// median of the round-by-round ratios.
+// arena, also runs tasks; the Sinew root thread only sleeps).
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -125,78 +121,96 @@ void run(sb::context& ctx) {
     ctx.param("deal_topology", t.total_cores() == threads ? t.describe()
                                                           : sinew::topology::synthetic(1, threads).describe());
   }
+  auto tree_ns = [tree_tasks](double s) { return s / double(tree_tasks) * 1e9; };
+  auto chain_ns = [chain_tasks](double s) { return s / double(chain_tasks) * 1e9; };
 
   spawn_state st;
-  const char* const policy_names[] = {"tbb", "steal", "deal"};
-  sb::policy_slot slot;
-  std::atomic<std::uint64_t> tbb_ran{0};
-
-  // One shape: the three policies (`root(sp)` submits the first task to sp,
-  // `outstanding` starts the atomic count) and the peer (`peer()` inside
-  // its arena) in interleaved rounds (a 2-core VM's timings drift by more
-  // than the margins over a sequential run); each ratio is the median of
-  // its round-by-round ratios.
-  auto compare = [&](const char* shape, const char* what, std::uint64_t tasks, std::uint64_t outstanding,
-                     std::function<void(sinew::scheduler*)> root, std::function<void()> peer,
-                     const std::string& sinew_note, const std::string& peer_note) {
-    auto to_ns = [tasks](double s) { return s / double(tasks) * 1e9; };
-    std::vector<sb::variant> vs;
-    for (const char* policy : policy_names) {
-      vs.push_back({.name = std::string(shape) + ", sinew " + policy,
-                    .unit = "ns/task",
-                    .better = sb::lower,
-                    .setup = [&slot, policy] { slot.use(policy); },
-                    .run =
-                        [&st, &root, &slot, outstanding] {
-                          st.reset(&slot.get(), outstanding);
-                          root(&slot.get());
-                          st.wait();
-                        },
-                    .to_metric = to_ns,
-                    .check = [&st, tasks] { return check_count(st.ran.load(), tasks); },
-                    .note = std::string(policy) + "_scheduler(" + std::to_string(threads) + "), " + sinew_note});
-    }
-    vs.push_back({.name = std::string(shape) + ", tbb::task_group",
-                  .unit = "ns/task",
-                  .better = sb::lower,
-                  .setup = [&slot] { slot.none(); },
-                  .run =
-                      [&] {
-                        tbb_ran.store(0, std::memory_order_relaxed);
-                        sb::peer_arena().execute(peer);
-                      },
-                  .to_metric = to_ns,
-                  .check = [&tbb_ran, tasks] { return check_count(tbb_ran.load(), tasks); },
-                  .note = peer_note});
-    const auto s = ctx.measure_interleaved(vs);
-    const std::size_t p = vs.size() - 1;
-    for (std::size_t i = 0; i < p; ++i)
-      ctx.ratio(std::string("sched_spawn_") + shape + "_" + policy_names[i], sb::paired_ratio(*s[i], *s[p]), 1.0,
-                sb::lower,
-                std::string("sinew ") + policy_names[i] + " ns/task / tbb::task_group ns/task, " + what +
-                    " (median of paired rounds)");
+  struct policy_result {
+    std::string name;
+    const sb::series* tree;
+    const sb::series* chain;
   };
+  std::vector<policy_result> policies;
 
-  compare(
-      "tree", "binary tree", tree_tasks, 1,
-      [&st, depth](sinew::scheduler* sp) { sp->submit([stp = &st, depth] { tree_node(stp, depth); }); },
-      [&] {
-        tbb::task_group tg;
-        tg.run(tbb_tree{&tg, &tbb_ran, depth});
-        tg.wait();
-      },
-      "submit from tasks, atomic count", "tg.run from inside tasks, tg.wait on the root");
-  compare(
-      "chain", "linear chain", chain_tasks, 0,
-      [&st, chain_tasks](sinew::scheduler* sp) {
-        sp->submit([stp = &st, chain_tasks] { chain_node(stp, chain_tasks); });
-      },
-      [&] {
-        tbb::task_group tg;
-        tg.run(tbb_chain{&tg, &tbb_ran, chain_tasks});
-        tg.wait();
-      },
-      "each task submits the next", "each task runs the next with tg.run");
+  // ---- Sinew's policies, one at a time (each scheduler lives only while it
+  // is measured, so that idle workers of another cannot disturb it).
+  for (const char* policy : {"tbb", "steal", "deal"}) {
+    std::string p = policy;
+    std::unique_ptr<sinew::scheduler> s = sinew::make_scheduler(p, {.threads = threads});
+    sinew::scheduler* sp = s.get();
+    const auto& tree = ctx.measure({.name = "tree, sinew " + p,
+                                    .unit = "ns/task",
+                                    .better = sb::lower,
+                                    .setup = nullptr,
+                                    .run =
+                                        [&] {
+                                          st.reset(sp, 1);
+                                          sp->submit([stp = &st, depth] { tree_node(stp, depth); });
+                                          st.wait();
+                                        },
+                                    .to_metric = tree_ns,
+                                    .check = [&] { return check_count(st.ran.load(), tree_tasks); },
+                                    .note = p + "_scheduler(" + std::to_string(sp->concurrency()) +
+                                            "), submit from tasks, atomic count"});
+    const auto& chain = ctx.measure({.name = "chain, sinew " + p,
+                                     .unit = "ns/task",
+                                     .better = sb::lower,
+                                     .setup = nullptr,
+                                     .run =
+                                         [&] {
+                                           st.reset(sp, 0);
+                                           sp->submit([stp = &st, chain_tasks] { chain_node(stp, chain_tasks); });
+                                           st.wait();
+                                         },
+                                     .to_metric = chain_ns,
+                                     .check = [&] { return check_count(st.ran.load(), chain_tasks); },
+                                     .note = "each task submits the next"});
+    policies.push_back({p, &tree, &chain});
+  }
+
+  // ---- Peer: tbb::task_group in the peers' arena.
+  std::atomic<std::uint64_t> tbb_ran{0};
+  const auto& t_tree = ctx.measure({.name = "tree, tbb::task_group",
+                                    .unit = "ns/task",
+                                    .better = sb::lower,
+                                    .setup = nullptr,
+                                    .run =
+                                        [&] {
+                                          tbb_ran.store(0, std::memory_order_relaxed);
+                                          sb::peer_arena().execute([&] {
+                                            tbb::task_group tg;
+                                            tg.run(tbb_tree{&tg, &tbb_ran, depth});
+                                            tg.wait();
+                                          });
+                                        },
+                                    .to_metric = tree_ns,
+                                    .check = [&] { return check_count(tbb_ran.load(), tree_tasks); },
+                                    .note = "tg.run from inside tasks, tg.wait on the root"});
+  const auto& t_chain = ctx.measure({.name = "chain, tbb::task_group",
+                                     .unit = "ns/task",
+                                     .better = sb::lower,
+                                     .setup = nullptr,
+                                     .run =
+                                         [&] {
+                                           tbb_ran.store(0, std::memory_order_relaxed);
+                                           sb::peer_arena().execute([&] {
+                                             tbb::task_group tg;
+                                             tg.run(tbb_chain{&tg, &tbb_ran, chain_tasks});
+                                             tg.wait();
+                                           });
+                                         },
+                                     .to_metric = chain_ns,
+                                     .check = [&] { return check_count(tbb_ran.load(), chain_tasks); },
+                                     .note = "each task runs the next with tg.run"});
+
+  for (const auto& p : policies) {
+    ctx.ratio("sched_spawn_tree_" + p.name, p.tree->stats.median / t_tree.stats.median, 1.0, sb::lower,
+              "sinew " + p.name + " ns/task / tbb::task_group ns/task, binary tree (medians)");
+  }
+  for (const auto& p : policies) {
+    ctx.ratio("sched_spawn_chain_" + p.name, p.chain->stats.median / t_chain.stats.median, 1.0, sb::lower,
+              "sinew " + p.name + " ns/task / tbb::task_group ns/task, linear chain (medians)");
+  }
 }
 
 const sb::registrar reg("sched_spawn",
