@@ -245,9 +245,18 @@ struct steal_scheduler::impl {
     return *shards[k++ % shards.size()];
   }
 
+  // A worker's push onto a deque that already held tasks wakes no one: the
+  // push that made it non-empty announced it, and a searcher that takes a
+  // task wakes the next one while more is visible (parking_lot). At worst
+  // (a thief emptied the deque unseen) the owner runs the task itself.
   void push(worker* w, task* t) {
-    if (w) w->dq.push(t);
-    else outside_shard().push(t);
+    if (w) {
+      const bool had_tasks = !w->dq.empty_approx();
+      w->dq.push(t);
+      if (had_tasks) return;
+    } else {
+      outside_shard().push(t);
+    }
     announce_work();
   }
 

@@ -39,6 +39,11 @@ namespace sinew::detail::workers {
 //    (nidle store, seq_cst), fences and looks at every queue once more
 //    before it sleeps (Dekker with P2/P3), so it sees P1's task.
 //  * It woke a worker: that worker is counted and searches.
+// A worker pushing onto its own deque that already held tasks skips P2/P3:
+// the push that made the deque non-empty did them, and the searcher that
+// takes a task from it wakes the next one while more is visible. If a thief
+// emptied the deque unseen, the new task waits for its owner, which runs its
+// own deque next: a task is never stranded, though it may not run in parallel.
 // Parking: prepare_park (leave searching, register in `idle`), fence,
 // re-check every queue; found something or stopping: cancel_park (a waker
 // may have popped it meanwhile: then it is counted, and searches); else
