@@ -110,12 +110,10 @@ void deal_scheduler::submit_counted_impl(task_function&& fn, detail::task_counte
   t->fn = std::move(fn);
   t->counter = c;
   // One node: nothing to deal or steal across nodes, so a worker's task goes
-  // to its own deque (the fast path of `steal`, which wakes no one when the
-  // deque already held tasks); else the node's FIFO.
+  // to its own deque (the fast path of `steal`: announced only when it was
+  // empty, workers::push_own); else the node's FIFO.
   if (w && p.N == 1) {
-    const bool had_tasks = !w->dq.empty_approx();
-    w->dq.push(t);
-    if (!had_tasks) p.announce_work(node);
+    if (workers::push_own(w->dq, t)) p.announce_work(node);
   } else {
     p.push(node, t, w);
   }

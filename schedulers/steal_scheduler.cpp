@@ -63,9 +63,9 @@ inline void idle_backoff(unsigned round) noexcept {
 // task its owner popped and replaced) calm_after times since it last ran a
 // task waits between looks, from calm_min_ns doubling up to calm_max_ns,
 // watching only the injection shards and, every calm_poll_ns, whether a
-// deque holds more than one task. A look reads the lines of the owner's
-// deque, which the owner writes twice per task: a chain runs 2-3x slower
-// when a thief reads them every round.
+// deque holds more than one task. Why: a look reads the lines of the
+// owner's deque, which the owner writes twice per task, so a thief looking
+// every round slows the chain it cannot help.
 constexpr unsigned calm_after = 8;
 constexpr std::uint64_t calm_min_ns = 1'000;
 constexpr std::uint64_t calm_max_ns = 32'000;
@@ -245,15 +245,11 @@ struct steal_scheduler::impl {
     return *shards[k++ % shards.size()];
   }
 
-  // A worker's push onto a deque that already held tasks wakes no one: the
-  // push that made it non-empty announced it, and a searcher that takes a
-  // task wakes the next one while more is visible (parking_lot). At worst
-  // (a thief emptied the deque unseen) the owner runs the task itself.
+  // A worker's push onto its own deque announces only a first task
+  // (workers::push_own); an outside thread's always does.
   void push(worker* w, task* t) {
     if (w) {
-      const bool had_tasks = !w->dq.empty_approx();
-      w->dq.push(t);
-      if (had_tasks) return;
+      if (!workers::push_own(w->dq, t)) return;
     } else {
       outside_shard().push(t);
     }
