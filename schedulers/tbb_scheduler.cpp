@@ -47,50 +47,55 @@ void ensure_workers(unsigned n) {
 }  // namespace
 
 struct tbb_scheduler::impl {
+  struct node_arena;
   // Per arena slot, so that no counter is shared by every task. A slot has
   // one thread at a time (oneTBB hands it over with synchronisation), which
   // updates them with `add` (no locked instruction); the entry of threads
   // outside the arenas is shared, and updated with fetch_add.
+  // What every task touches comes first, in one cache line.
   struct alignas(64) counters {
-    // Loop chunks and functions run by this slot's threads (their sum is
-    // the worker's `tasks`), their time in ticks, their hinted bytes.
-    std::atomic<std::uint64_t> chunks{0}, fns{0}, busy{0}, hinted{0}, remote{0};
+    node_arena* home = nullptr;  // the arena of this slot (null: threads outside the arenas)
     // Never reset (stats subtract a baseline): functions submitted by this
     // slot's threads, counted before they are queued, and functions whose
     // run has ended here, counted last. Their sums are equal only when no
     // submitted function is queued or running (~tbb_scheduler waits so).
-    std::atomic<std::uint64_t> submits{0}, retired{0};
+    // `retired` is also the count of functions run: `retired_base` is its
+    // value at the last reset_stats.
+    std::atomic<std::uint64_t> submits{0}, retired{0}, retired_base{0};
 
     // Busy time of submitted functions: each of a slot's first
-    // `exact_tasks` is timed (into `busy`), then one in `sample_every`
-    // chosen at random (into `sampled`, `sampled_n`), and the others are
-    // counted at the sampled mean. Reading the clock costs about 24 ns on
-    // the 16-core host: two reads per task cost as much as oneTBB's spawn.
+    // `exact_tasks` since reset_stats is timed (into `busy`), then about one
+    // in 16 (into `sampled`, `sampled_n`), and the others are
+    // counted at the sampled mean. Reading the clock costs about as much as
+    // a spawn, so most functions are not timed.
     static constexpr std::uint64_t exact_tasks = 64;
-    static constexpr std::uint32_t sample_every = 16;
-    std::atomic<std::uint64_t> sampled{0}, sampled_n{0};
-    std::atomic<std::uint32_t> rng{0x9e3779b9u};  // xorshift32 state
+    std::atomic<std::uint64_t> sampled{0}, sampled_n{0}, busy{0};
+    // Loop chunks run by this slot's threads (with the functions run, the
+    // worker's `tasks`; their time goes to `busy`), hinted bytes.
+    std::atomic<std::uint64_t> chunks{0}, hinted{0}, remote{0};
 
     static void add(std::atomic<std::uint64_t>& c, std::uint64_t v,
                     std::memory_order mo = std::memory_order_relaxed) noexcept {
       detail::workers::worker_counters::add(c, v, mo);
     }
+    std::uint64_t functions_run() const noexcept {
+      return retired.load(std::memory_order_relaxed) - retired_base.load(std::memory_order_relaxed);
+    }
     // Where the next function's time goes: `busy`, `sampled`, or nowhere
-    // (null: not timed).
+    // (null: not timed). The k-th function is sampled when the top four
+    // bits of k times 2^64/phi are zero (a Weyl sequence: one in 16, spread
+    // evenly, with no period a workload could follow), read from the
+    // count the slot keeps anyway.
     std::atomic<std::uint64_t>* time_into() noexcept {
-      if (fns.load(std::memory_order_relaxed) < exact_tasks) return &busy;
-      std::uint32_t x = rng.load(std::memory_order_relaxed);
-      x ^= x << 13;
-      x ^= x >> 17;
-      x ^= x << 5;
-      rng.store(x, std::memory_order_relaxed);
-      if (x % sample_every != 0) return nullptr;
+      const std::uint64_t k = retired.load(std::memory_order_relaxed);
+      if (k - retired_base.load(std::memory_order_relaxed) < exact_tasks) return &busy;
+      if ((k * 0x9e3779b97f4a7c15ull) >> 60 != 0) return nullptr;
       add(sampled_n, 1);
       return &sampled;
     }
     // Busy ticks: the timed part, and the sampled mean for the rest.
     std::uint64_t busy_ticks() const noexcept {
-      const std::uint64_t n = fns.load(std::memory_order_relaxed), k = sampled_n.load(std::memory_order_relaxed);
+      const std::uint64_t n = functions_run(), k = sampled_n.load(std::memory_order_relaxed);
       const std::uint64_t rest = n > exact_tasks ? n - exact_tasks : 0;
       const std::uint64_t s = sampled.load(std::memory_order_relaxed);
       return busy.load(std::memory_order_relaxed) + (k ? std::uint64_t((unsigned __int128)s * rest / k) : 0);
@@ -107,10 +112,16 @@ struct tbb_scheduler::impl {
     unsigned index = 0;    // in arenas
     unsigned first = 0;    // index of its first worker slot in per_worker
     unsigned threads = 0;
+    counters* workers = nullptr;  // per_worker + first: the counters of slots 1..threads
     // Slot 0, reserved for a thread from outside (a parallel_for caller, a
     // helping waiter): counted on the arena's last worker in stats(), so
     // that per-node totals include what it ran.
     counters outside_slot;
+    // The counters of slot i (the calling thread runs there).
+    counters& slot(int i) noexcept {
+      assert(i >= 0 && unsigned(i) <= threads);  // the arena has n + 1 slots
+      return i == 0 ? outside_slot : workers[i - 1];
+    }
   };
 
   explicit impl(topology t) : topo(std::move(t)) {}
@@ -121,24 +132,28 @@ struct tbb_scheduler::impl {
   std::atomic<std::uint64_t> pfors{0}, rr{0};
   std::atomic<std::uint64_t> submits_base{0};  // submitted_total() at the last reset_stats
 
-  // The arena whose task (or loop chunk) this thread is running, and its
-  // slot's counters there: a task it submits without a hint stays on that
-  // node, and is counted in that slot.
-  struct in_arena {
-    const impl* owner = nullptr;
-    unsigned arena = 0;
-    counters* slot = nullptr;
-  };
+  // The counters of the arena slot whose task (or loop chunk) this thread
+  // is running (null: none): a task it submits without a hint stays in
+  // that slot's arena (`home`), and is counted in that slot. One pointer,
+  // so that a task saves and restores one word.
   // initial-exec: read without a call to __tls_get_addr, which on every
   // submit and task costs as much as a queue operation (libsinew_core is
   // loaded with the program, not by dlopen late).
-  static thread_local in_arena tl_in __attribute__((tls_model("initial-exec")));
-  struct scope {  // sets tl_in for the duration of one task
-    in_arena saved;
-    scope(const impl* p, unsigned a, counters& c) : saved(tl_in) { tl_in = {p, a, &c}; }
-    ~scope() { tl_in = saved; }
+  static thread_local counters* tl_slot __attribute__((tls_model("initial-exec")));
+  struct scope {  // sets tl_slot for the duration of one task
+    counters* saved;
+    explicit scope(counters& c) : saved(tl_slot) { tl_slot = &c; }
+    ~scope() { tl_slot = saved; }
   };
-  int current_arena() const noexcept { return tl_in.owner == this ? int(tl_in.arena) : -1; }
+  // The calling thread's slot when it runs a task of ours, else null.
+  counters* own_slot() const noexcept {
+    counters* c = tl_slot;
+    return c && c->home->owner == this ? c : nullptr;
+  }
+  int current_arena() const noexcept {
+    const counters* c = own_slot();
+    return c ? int(c->home->index) : -1;
+  }
 
   // Read once per scheduler: SINEW_TBB_WAITER=sleep makes waiting threads
   // sleep instead of working in the arena, for comparisons.
@@ -182,15 +197,15 @@ struct tbb_scheduler::impl {
       arenas.push_back(std::move(a));
     }
     per_worker.reset(new counters[threads + 1]);
+    for (const auto& A : arenas) {
+      A->workers = &per_worker[A->first];
+      A->outside_slot.home = A.get();
+      for (unsigned i = 0; i < A->threads; ++i) A->workers[i].home = A.get();
+    }
   }
 
-  // The counters of slot i of arena a (the calling thread runs there).
-  counters& slot(unsigned a, int i) {
-    node_arena& A = *arenas[a];
-    assert(i >= 0 && unsigned(i) <= A.threads);  // the arena has n + 1 slots
-    return i == 0 ? A.outside_slot : per_worker[A.first + unsigned(i) - 1];
-  }
-  counters& slot(unsigned a) { return slot(a, tbb::this_task_arena::current_thread_index()); }
+  // The counters of the calling thread's slot in arena a (it runs there).
+  counters& slot(unsigned a) { return arenas[a]->slot(tbb::this_task_arena::current_thread_index()); }
   // Calls f(c, row) for every counters entry (mutable: the counters are
   // atomics) with the index of its row in stats().workers (`threads`:
   // threads outside the arenas).
@@ -212,15 +227,15 @@ struct tbb_scheduler::impl {
                      const char* who);
   // Where the calling thread is, and where a task it submits now goes.
   struct target {
-    in_arena in;
+    counters* in;  // own_slot()
     unsigned arena;
     std::uint64_t hinted, remote;
-    // The caller is a worker of `p`'s target arena: the task goes on its deque.
-    bool local_to(const impl* p) const noexcept { return in.owner == p && in.arena == arena; }
+    // The caller is a worker of the target arena: the task goes on its deque.
+    bool local() const noexcept { return in && in->home->index == arena; }
   };
   target place(const locality_hint& hint) {
-    target t{tl_in, 0, 0, 0};
-    t.arena = pick(hint, t.in.owner == this ? int(t.in.arena) : -1, t.hinted, t.remote, "tbb_scheduler::submit");
+    target t{own_slot(), 0, 0, 0};
+    t.arena = pick(hint, t.in ? int(t.in->home->index) : -1, t.hinted, t.remote, "tbb_scheduler::submit");
     return t;
   }
   std::uint64_t submitted_total() const {
@@ -237,17 +252,18 @@ struct tbb_scheduler::impl {
     each_counters([&](const counters& c, unsigned) { done += c.retired.load(std::memory_order_acquire); });
     return done == submitted_total();
   }
-  void run(unsigned a, counters& c, task_function& fn, std::uint64_t hinted = 0, std::uint64_t remote = 0,
-           detail::task_counter* counter = nullptr) noexcept;
+  // Inlined into each task's execute: a call more per task is measurable.
+  [[gnu::always_inline]] inline void run(counters& c, task_function& fn, std::uint64_t hinted = 0,
+                                         std::uint64_t remote = 0, detail::task_counter* counter = nullptr) noexcept;
   struct group_body;  // a task_group's function, as its oneTBB group runs it
   struct no_hint;
   struct hint_bytes;
   template <class Hint>
   struct task;  // a plain submission, as oneTBB runs it
   // Counts a submission by the calling thread (before it is queued: see
-  // quiescent()); `in` is the calling thread's tl_in.
-  void count_submit(const in_arena& in) {
-    if (in.owner == this) counters::add(in.slot->submits, 1, std::memory_order_release);
+  // quiescent()); `in` is its own_slot().
+  void count_submit(counters* in) {
+    if (in) counters::add(in->submits, 1, std::memory_order_release);
     else per_worker[threads].submits.fetch_add(1, std::memory_order_release);
   }
   static void account(counters& c, std::uint64_t t0) {
@@ -259,7 +275,8 @@ struct tbb_scheduler::impl {
   }
 };
 
-thread_local tbb_scheduler::impl::in_arena tbb_scheduler::impl::tl_in __attribute__((tls_model("initial-exec"))){};
+thread_local tbb_scheduler::impl::counters* tbb_scheduler::impl::tl_slot __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 
 tbb_scheduler::tbb_scheduler(unsigned threads)
     : p_(std::make_unique<impl>(topology::synthetic(
@@ -302,10 +319,10 @@ unsigned tbb_scheduler::impl::pick_slow(const locality_hint& hint, int current, 
   return unsigned(a);
 }
 
-// Runs a submitted function in arena a, in slot `c`, and counts it there
+// Runs a submitted function in arena slot `c`, and counts it there
 // (a throwing submitted function terminates). `counter`: its task_group's.
-void tbb_scheduler::impl::run(unsigned a, counters& c, task_function& fn, std::uint64_t hinted,
-                              std::uint64_t remote, detail::task_counter* counter) noexcept {
+inline void tbb_scheduler::impl::run(counters& c, task_function& fn, std::uint64_t hinted, std::uint64_t remote,
+                                     detail::task_counter* counter) noexcept {
   std::atomic<std::uint64_t>* const timed = c.time_into();
   const std::uint64_t t0 = timed ? ticks() : 0;
   if (hinted) {  // before fn: counted once a waiter sees the task done
@@ -313,12 +330,11 @@ void tbb_scheduler::impl::run(unsigned a, counters& c, task_function& fn, std::u
     counters::add(c.remote, remote);
   }
   {
-    scope in(this, a, c);
+    scope in(c);
     if (counter) counter->invoke(fn);
     else fn();
   }
   fn.reset();  // release captures before the scheduler may go away
-  counters::add(c.fns, 1);
   if (timed) counters::add(*timed, ticks() - t0);
   // Last but for the group: ~tbb_scheduler may return once it is counted.
   counters::add(c.retired, 1, std::memory_order_release);
@@ -340,7 +356,7 @@ struct tbb_scheduler::impl::group_body {
   std::uint64_t hinted, remote;
   mutable task_function fn;
   detail::task_counter* counter;
-  void operator()() const noexcept { p->run(a, p->slot(a), fn, hinted, remote, counter); }
+  void operator()() const noexcept { p->run(p->slot(a), fn, hinted, remote, counter); }
 };
 
 // A plain submission is a oneTBB task of its own, not a task_group's: a
@@ -365,9 +381,9 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
   tbb::detail::d1::task* execute(tbb::detail::d1::execution_data& ed) override {
     node_arena& A = arena_of(*ed.context);
     // The slot from ed: no thread-local lookup.
-    counters& c = A.owner->slot(A.index, int(tbb::detail::d1::execution_slot(ed)));
-    if constexpr (std::is_same_v<Hint, hint_bytes>) A.owner->run(A.index, c, fn, h.hinted, h.remote);
-    else A.owner->run(A.index, c, fn);
+    counters& c = A.slot(int(tbb::detail::d1::execution_slot(ed)));
+    if constexpr (std::is_same_v<Hint, hint_bytes>) A.owner->run(c, fn, h.hinted, h.remote);
+    else A.owner->run(c, fn);
     auto al = alloc;
     this->~task();
     al.deallocate(this, ed);
@@ -383,15 +399,22 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
 void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
-  const impl::target w = p->place(hint);
   tbb::detail::d1::small_object_allocator al{};
   static_assert(sizeof(impl::task<impl::no_hint>) == 2 * tbb::detail::d1::task_alignment);
+  // A task of ours submitting without a hint, the common case: onto its
+  // thread's deque in its own arena, decided from its slot alone.
+  if (impl::counters* in = p->own_slot(); in && hint.numa_node < 0 && !detail::hint_has_data(hint)) {
+    auto* t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
+    p->count_submit(in);  // once nothing can throw: a counted function always runs
+    return tbb::detail::d1::spawn(*t, in->home->ctx);
+  }
+  const impl::target w = p->place(hint);
   tbb::detail::d1::task* t;
   if (w.hinted) t = al.new_object<impl::task<impl::hint_bytes>>(al, std::move(fn), impl::hint_bytes{w.hinted, w.remote});
   else t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
   impl::node_arena& A = *p->arenas[w.arena];
-  if (w.local_to(p)) tbb::detail::d1::spawn(*t, A.ctx);
+  if (w.local()) tbb::detail::d1::spawn(*t, A.ctx);
   else tbb::detail::r1::enqueue(*t, A.ctx, &A.arena);
 }
 
@@ -427,7 +450,7 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   // groups nest about as deep as the recursion, not as the arena's queue.
   auto h = g->tg.defer(impl::group_body(p, w.arena, w.hinted, w.remote, std::move(fn), &c));
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
-  if (w.local_to(p)) g->tg.run(std::move(h));
+  if (w.local()) g->tg.run(std::move(h));
   else p->arenas[w.arena]->arena.enqueue(std::move(h));
 }
 
@@ -498,7 +521,7 @@ void tbb_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, st
     const std::uint64_t t0 = ticks();
     impl::counters& c = p->slot(a);
     {
-      impl::scope in(p, a, c);
+      impl::scope in(c);
       body(r.begin(), r.end());
     }
     impl::account(c, t0);
@@ -530,8 +553,9 @@ scheduler_stats tbb_scheduler::stats() const {
     for (unsigned i = 0; i < p_->arenas[a]->threads; ++i) s.workers[p_->arenas[a]->first + i].node = int(a);
   p_->each_counters([&](const impl::counters& c, unsigned row) {
     scheduler_stats::worker& w = s.workers[row];
-    s.tasks_run += c.fns.load();
-    w.tasks += c.chunks.load() + c.fns.load();
+    const std::uint64_t fns = c.functions_run();
+    s.tasks_run += fns;
+    w.tasks += c.chunks.load() + fns;
     w.busy_ns += detail::workers::ticks_to_ns(c.busy_ticks());
     w.hinted_bytes += c.hinted.load();
     w.remote_bytes += c.remote.load();
@@ -543,7 +567,8 @@ void tbb_scheduler::reset_stats() {
   p_->pfors = 0;
   p_->submits_base.store(p_->submitted_total(), std::memory_order_relaxed);
   p_->each_counters([](impl::counters& c, unsigned) {
-    for (auto* x : {&c.chunks, &c.fns, &c.busy, &c.sampled, &c.sampled_n, &c.hinted, &c.remote}) x->store(0);
+    c.retired_base.store(c.retired.load());
+    for (auto* x : {&c.chunks, &c.busy, &c.sampled, &c.sampled_n, &c.hinted, &c.remote}) x->store(0);
   });
 }
 
