@@ -549,6 +549,7 @@ scheduler_stats tbb_scheduler::stats() const {
   s.tasks_submitted = p_->submitted_total() - p_->submits_base.load(std::memory_order_relaxed);
   s.parallel_fors = p_->pfors.load();
   s.workers.resize(p_->threads + 1);
+  const detail::workers::tick_rate rate = detail::workers::tick_rate::now();
   for (std::size_t a = 0; a < p_->arenas.size(); ++a)
     for (unsigned i = 0; i < p_->arenas[a]->threads; ++i) s.workers[p_->arenas[a]->first + i].node = int(a);
   p_->each_counters([&](const impl::counters& c, unsigned row) {
@@ -556,7 +557,7 @@ scheduler_stats tbb_scheduler::stats() const {
     const std::uint64_t fns = c.functions_run();
     s.tasks_run += fns;
     w.tasks += c.chunks.load() + fns;
-    w.busy_ns += detail::workers::ticks_to_ns(c.busy_ticks());
+    w.busy_ns += rate.to_ns(c.busy_ticks());
     w.hinted_bytes += c.hinted.load();
     w.remote_bytes += c.remote.load();
   });

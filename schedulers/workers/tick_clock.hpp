@@ -8,7 +8,7 @@
 //
 //   const std::uint64_t t0 = workers::ticks();
 //   run(t);
-//   w.busy += workers::ticks() - t0;        // ... stats: workers::ticks_to_ns(w.busy)
+//   w.busy += workers::ticks() - t0;        // ... stats: rate.to_ns(w.busy)
 #include <cstdint>
 
 #include <sinew/detail/clock.hpp>
@@ -38,15 +38,28 @@ inline const tick_origin& ticks_origin() noexcept {
 }
 inline const tick_origin& ticks_anchor = ticks_origin();
 
-inline std::uint64_t ticks_to_ns(std::uint64_t t) noexcept {
+// The counter's reading and rate, taken once per statistics snapshot and
+// used for each of its rows: a clock read may cost a trap to the hypervisor
+// on a VM, and a snapshot has a row per worker.
+//
+//   const tick_rate rate = tick_rate::now();
+//   for (auto& w : workers) row.busy_ns = rate.to_ns(w.busy + (w.spell ? rate.at - w.spell : 0));
+struct tick_rate {
+  std::uint64_t at = 0;          // ticks() when taken
+  std::uint64_t dt = 0, dn = 0;  // ticks and ns since the origin; 0: ticks are ns
+  static tick_rate now() noexcept {
 #if defined(__x86_64__)
-  const tick_origin& o = ticks_origin();
-  const std::uint64_t dt = ticks() - o.ticks, dn = now_ns() - o.ns;
-  if (dt == 0 || dn == 0) return t;
-  return std::uint64_t((unsigned __int128)t * dn / dt);
+    const tick_origin& o = ticks_origin();
+    const std::uint64_t t = ticks();
+    return {t, t - o.ticks, now_ns() - o.ns};
 #else
-  return t;
+    return {ticks(), 0, 0};
 #endif
-}
+  }
+  std::uint64_t to_ns(std::uint64_t t) const noexcept {
+    if (dt == 0 || dn == 0) return t;
+    return std::uint64_t((unsigned __int128)t * dn / dt);
+  }
+};
 
 }  // namespace sinew::detail::workers

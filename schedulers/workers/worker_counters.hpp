@@ -59,11 +59,11 @@ struct worker_counters {
     add(hinted_bytes, h);
     add(remote_bytes, h - std::min(h, share(L.D[std::size_t(node)])));
   }
-  scheduler_stats::worker read(int node) const noexcept {
+  scheduler_stats::worker read(int node, const tick_rate& rate) const noexcept {
     scheduler_stats::worker x;
     x.tasks = tasks.load(std::memory_order_relaxed);
     const std::uint64_t s = spell.load(std::memory_order_relaxed);  // an open spell counts so far
-    x.busy_ns = ticks_to_ns(busy.load(std::memory_order_relaxed) + (s ? ticks() - s : 0));
+    x.busy_ns = rate.to_ns(busy.load(std::memory_order_relaxed) + (s && rate.at > s ? rate.at - s : 0));
     x.steals_same_node = steals_same.load(std::memory_order_relaxed);
     x.steals_remote = steals_remote.load(std::memory_order_relaxed);
     x.steals = x.steals_same_node + x.steals_remote;
@@ -107,10 +107,11 @@ struct scheduler_counters {
     s.parallel_fors_inline = pfors_inline.load(std::memory_order_relaxed);
     s.wakeups = wakeups.load(std::memory_order_relaxed);
     s.workers.reserve(ws.size());
+    const tick_rate rate = tick_rate::now();
     for (const auto& w : ws) {
       s.tasks_submitted += w->submitted.load(std::memory_order_relaxed);
       s.tasks_run += w->fn_run.load(std::memory_order_acquire);
-      s.workers.push_back(w->read(w->node));
+      s.workers.push_back(w->read(w->node, rate));
     }
     return s;
   }
