@@ -78,8 +78,11 @@ struct tbb_scheduler::impl {
                     std::memory_order mo = std::memory_order_relaxed) noexcept {
       detail::workers::worker_counters::add(c, v, mo);
     }
+    // The base first: it is a past value of `retired`, which only grows, so
+    // a reset_stats meanwhile cannot make the difference negative.
     std::uint64_t functions_run() const noexcept {
-      return retired.load(std::memory_order_relaxed) - retired_base.load(std::memory_order_relaxed);
+      const std::uint64_t base = retired_base.load(std::memory_order_acquire);
+      return retired.load(std::memory_order_relaxed) - base;
     }
     // Where the next function's time goes: `busy`, `sampled`, or nowhere
     // (null: not timed). The k-th function is sampled when the top four
