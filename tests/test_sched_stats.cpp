@@ -253,8 +253,8 @@ TEST_CASE("the README scheduler-library example runs on a synthetic 4x4 topology
 }
 
 TEST_CASE("busy time counts the work of many short tasks on every policy", "[scheduler][stats]") {
-  // tbb times a slot's first 64 functions and a random sixteenth of the
-  // rest (the others at the sampled mean); steal and deal time busy spells.
+  // tbb times a slot's first 64 functions and one in sixteen of the rest
+  // (the others at the sampled mean); steal and deal time busy spells.
   // Bounds: at least half the work the tasks certainly did, at most every
   // worker busy for the whole wall time, with margin. A sampled task that
   // the OS preempts counts the preemption too, scaled by the sampling: on a
@@ -286,5 +286,42 @@ TEST_CASE("busy time counts the work of many short tasks on every policy", "[sch
     }
     CHECK(busy >= 0.5 * n * 5000.0);
     CHECK(busy <= 1.5 * 2 * wall_ns + 1e6);
+  }
+}
+
+TEST_CASE("stats read while reset_stats runs never count more tasks than were submitted", "[scheduler][stats]") {
+  // A count since the last reset is the difference of two counters (tbb: a
+  // slot's retired functions and its baseline): a reset between the two
+  // reads must not wrap it around. One thread resets, one reads, while
+  // tasks run on both workers.
+  for (const char* policy : {"tbb", "steal", "deal"}) {
+    INFO(policy);
+    auto s = sinew::make_scheduler(policy, {.threads = 2, .pin = false});
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> submitted{0}, worst{0};
+    std::thread resetter([&] {
+      while (!stop.load(std::memory_order_relaxed)) s->reset_stats();
+    });
+    std::thread reader([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const scheduler_stats st = s->stats();
+        std::uint64_t m = st.tasks_run;
+        for (const auto& w : st.workers) m = std::max(m, w.tasks);
+        const std::uint64_t bound = submitted.load(std::memory_order_acquire);
+        if (m > bound) worst.store(m, std::memory_order_relaxed);
+      }
+    });
+    {
+      sinew::task_group g(*s);
+      for (int i = 0; i < 200000; ++i) {
+        submitted.fetch_add(1, std::memory_order_release);
+        g.run([] {});
+      }
+      g.wait();
+    }
+    stop.store(true, std::memory_order_relaxed);
+    resetter.join();
+    reader.join();
+    CHECK(worst.load() == 0);
   }
 }
