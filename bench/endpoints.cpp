@@ -195,9 +195,7 @@ void compare(context& ctx, const std::string& label, const size_case& c, side lo
        {.name = label + " sinew", .unit = "MB/s", .better = higher, .setup = sinew.setup, .run = sinew.run,
         .to_metric = to_mbs, .check = [e = sinew.error] { return *e; }, .note = sinew.note}});
   if (s[0]->stats.n == 0 || s[1]->stats.n == 0) return;
-  std::vector<double> r;
-  append_round_ratios(s[0]->seconds, s[1]->seconds, r);  // loop time / sinew time = sinew MB/s / loop MB/s
-  ctx.ratio(ratio, summarize(r).median, 1.0, higher, "Sinew MB/s / hand-written loop MB/s, paired rounds " + what);
+  ctx.ratio(ratio, paired_ratio(*s[1], *s[0]), 1.0, higher, "Sinew MB/s / hand-written loop MB/s, paired rounds " + what);
 }
 
 }  // namespace sinew_bench::endpoints

@@ -238,9 +238,7 @@ void run(sb::context& ctx) {
           .to_metric = mbs(gr.mb), .check = check, .note = "cat file | sinew run: stdin pipe -> farm(xor) x" + th + " -> file"}});
     if (s[0]->stats.n == 0 || s[1]->stats.n == 0 || s[2]->stats.n == 0) continue;
     for (int k = 1; k <= 2; ++k) {
-      std::vector<double> r;
-      sb::append_round_ratios(s[0]->seconds, s[k]->seconds, r);  // loop time / sinew time = sinew MB/s / loop MB/s
-      ctx.ratio("stream_" + n + (k == 1 ? "_file" : "_stdin"), sb::summarize(r).median, target, sb::higher,
+      ctx.ratio("stream_" + n + (k == 1 ? "_file" : "_stdin"), sb::paired_ratio(*s[k], *s[0]), target, sb::higher,
                 "sinew run MB/s / single-threaded loop MB/s, paired rounds (target " +
                     std::string(threads >= 16 ? ">= 4 on 16 cores" : ">= 1 on fewer than 16") + ")");
     }
