@@ -11,11 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,10 +41,10 @@ std::string sinew_cli() {
   return "sinew";
 }
 
-/// Runs `args` with standard input a pipe fed with the bytes of `in`
-/// (empty: inherited), as `cat in | sinew run ...` does; throws on a
-/// non-zero exit.
-void run_process(const std::vector<std::string>& args, const std::string& in) {
+/// Runs `child` in a child process whose standard input is a pipe fed with
+/// the bytes of `in` (empty: inherited), as `cat in | program` does; throws
+/// when the child exits with a non-zero status (`what` names it).
+void run_child(const std::function<void()>& child, const std::string& in, const std::string& what) {
   int p[2] = {-1, -1};
   if (!in.empty() && ::pipe(p) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
@@ -53,12 +55,7 @@ void run_process(const std::vector<std::string>& args, const std::string& in) {
       ::close(p[0]);
       ::close(p[1]);
     }
-    int devnull = ::open("/dev/null", O_WRONLY);  // the summary line
-    if (devnull >= 0) ::dup2(devnull, 2);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+    child();
     ::_exit(127);
   }
   if (!in.empty()) {
@@ -77,7 +74,43 @@ void run_process(const std::vector<std::string>& args, const std::string& in) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    throw std::runtime_error(args[0] + " " + args[1] + " " + args[2] + " exited with status " + std::to_string(WEXITSTATUS(st)));
+    throw std::runtime_error(what + " exited with status " + std::to_string(WEXITSTATUS(st)));
+}
+
+/// `sinew run` with `args`, its summary line sent to /dev/null.
+void run_process(const std::vector<std::string>& args, const std::string& in) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  run_child(
+      [&] {
+        int devnull = ::open("/dev/null", O_WRONLY);
+        if (devnull >= 0) ::dup2(devnull, 2);
+        ::execv(argv[0], argv.data());
+      },
+      in, args[0] + " " + args[1] + " " + args[2]);
+}
+
+/// The floor of any program that reads `in` (-1: standard input) and writes
+/// every byte to `out` through the same kernel paths: read and write in
+/// 1 MiB blocks, no work on the bytes. `buf` is allocated by the caller (a
+/// forked child must not allocate). False on an I/O error.
+bool copy_fd(int in, const std::string& out, std::vector<char>& buf) {
+  const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (o < 0) return false;
+  bool ok = true;
+  for (ssize_t n; ok && (n = ::read(in, buf.data(), buf.size())) != 0;) {
+    if (n < 0) {
+      ok = errno == EINTR;
+      continue;
+    }
+    for (ssize_t w = 0; ok && w < n;) {
+      const ssize_t k = ::write(o, buf.data() + w, std::size_t(n - w));
+      ok = k > 0;
+      w += k;
+    }
+  }
+  return ::close(o) == 0 && ok;
 }
 
 /// Lines of 1..17 random printable bytes (about 10 bytes with the newline).
@@ -213,21 +246,35 @@ void run(sb::context& ctx) {
   loop_lines(txt, ref_txt);
   loop_records(bin, ref_bin);
 
+  // The copy floor: the same bytes read and written with no work on them,
+  // from the file and through a pipe as `cat file | program` gets them.
+  std::vector<char> copy_buf(std::size_t(1) << 20);
+  auto copy_file = [&](const std::string& in, const std::string& out) {
+    const int fd = ::open(in.c_str(), O_RDONLY);
+    const bool ok = fd >= 0 && copy_fd(fd, out, copy_buf);
+    if (fd >= 0) ::close(fd);
+    if (!ok) throw std::runtime_error("copying " + in + " to " + out + " failed");
+  };
+  auto copy_stdin = [&](const std::string& in, const std::string& out) {
+    run_child([&] { ::_exit(copy_fd(0, out, copy_buf) ? 0 : 1); }, in, "the copy of standard input");
+  };
+
   struct group {
     const char* name;
     double mb;
-    std::string ref, out;
+    std::string in, ref, out;
     std::function<void()> loop, from_file, from_stdin;
   };
   const group groups[] = {
-      {"lines", txt_mb, ref_txt, out_txt, [&] { loop_lines(txt, out_txt); }, [&] { sinew_run(g_lf, ""); },
+      {"lines", txt_mb, txt, ref_txt, out_txt, [&] { loop_lines(txt, out_txt); }, [&] { sinew_run(g_lf, ""); },
        [&] { sinew_run(g_ls, txt); }},
-      {"records64", bin_mb, ref_bin, out_bin, [&] { loop_records(bin, out_bin); }, [&] { sinew_run(g_bf, ""); },
+      {"records64", bin_mb, bin, ref_bin, out_bin, [&] { loop_records(bin, out_bin); }, [&] { sinew_run(g_bf, ""); },
        [&] { sinew_run(g_bs, bin); }},
   };
   const double target = threads >= 16 ? 4.0 : 1.0;
   for (const group& gr : groups) {
     auto check = [&gr] { return same_files(gr.ref, gr.out); };
+    auto check_copy = [&gr] { return same_files(gr.in, gr.out); };
     const std::string n = gr.name;
     auto s = ctx.measure_interleaved(
         {{.name = n + " loop", .unit = "MB/s", .better = sb::higher, .setup = nullptr, .run = gr.loop,
@@ -235,12 +282,28 @@ void run(sb::context& ctx) {
          {.name = n + " sinew file", .unit = "MB/s", .better = sb::higher, .setup = nullptr, .run = gr.from_file,
           .to_metric = mbs(gr.mb), .check = check, .note = "sinew run: file -> farm(xor) x" + th + " -> file"},
          {.name = n + " sinew stdin", .unit = "MB/s", .better = sb::higher, .setup = nullptr, .run = gr.from_stdin,
-          .to_metric = mbs(gr.mb), .check = check, .note = "cat file | sinew run: stdin pipe -> farm(xor) x" + th + " -> file"}});
+          .to_metric = mbs(gr.mb), .check = check, .note = "cat file | sinew run: stdin pipe -> farm(xor) x" + th + " -> file"},
+         {.name = n + " copy file", .unit = "MB/s", .better = sb::higher, .setup = nullptr,
+          .run = [&] { copy_file(gr.in, gr.out); }, .to_metric = mbs(gr.mb), .check = check_copy,
+          .note = "informational: read/write 1 MiB blocks, no xor (the I/O floor)"},
+         {.name = n + " copy stdin", .unit = "MB/s", .better = sb::higher, .setup = nullptr,
+          .run = [&] { copy_stdin(gr.in, gr.out); }, .to_metric = mbs(gr.mb), .check = check_copy,
+          .note = "informational: the same from a pipe, in a child process"}});
     if (s[0]->stats.n == 0 || s[1]->stats.n == 0 || s[2]->stats.n == 0) continue;
     for (int k = 1; k <= 2; ++k) {
-      ctx.ratio("stream_" + n + (k == 1 ? "_file" : "_stdin"), sb::paired_ratio(*s[k], *s[0]), target, sb::higher,
+      const std::string how = k == 1 ? "_file" : "_stdin";
+      ctx.ratio("stream_" + n + how, sb::paired_ratio(*s[k], *s[0]), target, sb::higher,
                 "sinew run MB/s / single-threaded loop MB/s, paired rounds (target " +
                     std::string(threads >= 16 ? ">= 4 on 16 cores" : ">= 1 on fewer than 16") + ")");
+      // Informational: how close Sinew comes to copying the bytes, and the
+      // ratio to the loop that a program doing no work at all would reach.
+      if (s[k + 2]->stats.n == 0) continue;
+      ctx.informational_ratio("stream_" + n + how + "_vs_copy", sb::paired_ratio(*s[k], *s[k + 2]), 1.0, sb::higher,
+                              "the copy is the I/O floor, not a peer",
+                              "sinew run MB/s / plain copy MB/s, paired rounds");
+      ctx.informational_ratio("stream_" + n + how + "_copy_vs_loop", sb::paired_ratio(*s[k + 2], *s[0]), target,
+                              sb::higher, "the most any program reaches against the loop through these files",
+                              "plain copy MB/s / single-threaded loop MB/s, paired rounds");
     }
   }
   fs::remove_all(dir);
