@@ -485,9 +485,14 @@ def t_stream(ms):
                 r = ratios.get("stream_%s_%s" % (kind, src))
                 cells.append("%s (%s, target %s)" % (fmt(s["median"]) if s else "—",
                                                     fmt(r["value"], 3) if r else "—", fmt(r["target"], 1) if r else "—"))
+            for src in ("file", "stdin"):  # the I/O floor, informational (absent from older files)
+                c = mc.m("stream_records", "%s copy %s" % (kind, src))
+                r = ratios.get("stream_%s_%s_copy_vs_loop" % (kind, src))
+                cells.append("%s (%s)" % (fmt(c["median"]), fmt(r["value"], 3) if r else "—") if c else "—")
             rows.append(cells)
     return table(["machine", "records", "one-thread loop MB/s", "sinew run, file MB/s (ratio)",
-                  "sinew run, stdin pipe MB/s (ratio)"], rows) + load_note(ms, ["stream_records"])
+                  "sinew run, stdin pipe MB/s (ratio)", "plain copy, file MB/s (over the loop)",
+                  "plain copy, pipe MB/s (over the loop)"], rows) + load_note(ms, ["stream_records"])
 
 
 # The benchmarks of issue 7's suite, whose RATIO lines the report counts.
