@@ -56,9 +56,12 @@ class unit_pool {
   std::atomic<std::size_t> alive_max_{0};
 };
 
-/// The unit pool of a graph's last finished run, kept for its next run: a
-/// run then neither builds the pool's ring nor allocates its units again.
-/// Runs at once each take one; a pool given back when one is kept is freed.
+/// The unit pools of a graph's last finished runs, kept for its next runs:
+/// a run then neither builds the pool's ring nor allocates its units again.
+/// Several are kept because runs overlap: a worker often destroys a run's
+/// state (dropping the last reference) after the caller has started the
+/// next run, which then finds the cache empty. Runs at once each take one;
+/// a pool given back when `max_kept` are kept is freed.
 ///
 /// \code
 /// std::unique_ptr<unit_pool> p = cache.take(bound);   // kept, or new
@@ -67,23 +70,33 @@ class unit_pool {
 /// \endcode
 class unit_pool_cache {
  public:
+  static constexpr std::size_t max_kept = 4;
+
   unit_pool_cache() = default;
   unit_pool_cache(const unit_pool_cache&) = delete;
   unit_pool_cache& operator=(const unit_pool_cache&) = delete;
-  ~unit_pool_cache() { delete kept_.load(std::memory_order_relaxed); }
   std::unique_ptr<unit_pool> take(std::size_t bound) {
-    if (unit_pool* p = kept_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<unit_pool>(p);
+    {
+      std::lock_guard<std::mutex> lk(m_);  // once per run: uncontended
+      if (n_) return std::move(kept_[--n_]);
+    }
     return std::make_unique<unit_pool>(bound);
   }
   /// `p` must be idle (its run has ended and no thread touches it).
   void give(std::unique_ptr<unit_pool> p) noexcept {
     if (!p->recycle()) return;
-    // Release: the recycled pool is complete before another run takes it.
-    delete kept_.exchange(p.release(), std::memory_order_acq_rel);
+    std::lock_guard<std::mutex> lk(m_);  // also publishes the recycled pool to the next take()
+    if (n_ < max_kept) kept_[n_++] = std::move(p);
+  }
+  std::size_t kept() const noexcept {
+    std::lock_guard<std::mutex> lk(m_);
+    return n_;
   }
 
  private:
-  std::atomic<unit_pool*> kept_{nullptr};
+  mutable std::mutex m_;
+  std::unique_ptr<unit_pool> kept_[max_kept];  // [0, n_) are kept
+  std::size_t n_ = 0;
 };
 
 }  // namespace sinew::detail
