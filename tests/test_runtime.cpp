@@ -461,10 +461,11 @@ TEST_CASE("a farm starts another replica only when its queued units would wait l
   // Cost not known yet (the first units): a replica per queued unit.
   CHECK_FALSE(enough_replicas(1, UINT32_MAX, 15));
   CHECK(enough_replicas(0, UINT32_MAX, 3));
-  // Fine-grained units (under 2 us): a replica more once more units wait
-  // than replicas run.
-  CHECK(enough_replicas(4, 500, 4));
-  CHECK_FALSE(enough_replicas(5, 500, 4));
+  // Fine-grained units: a replica more only once the queue holds more than
+  // 2 us of work per running replica (16 units of 0.5 us behind 4 do not).
+  CHECK(enough_replicas(16, 500, 4));
+  CHECK_FALSE(enough_replicas(17, 500, 4));
+  CHECK(enough_replicas(64, 0, 1));  // units that cost nothing: one replica keeps up
   // 5 us units: 2 queued behind 5 running wait 2 us, 3 wait 3 us.
   CHECK(enough_replicas(2, 5000, 5));
   CHECK_FALSE(enough_replicas(3, 5000, 5));
