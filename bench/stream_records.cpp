@@ -91,9 +91,9 @@ void run_process(const std::vector<std::string>& args, const std::string& in) {
       in, args[0] + " " + args[1] + " " + args[2]);
 }
 
-/// The floor of any program that reads `in` (-1: standard input) and writes
-/// every byte to `out` through the same kernel paths: read and write in
-/// 1 MiB blocks, no work on the bytes. `buf` is allocated by the caller (a
+/// The floor of any program that reads descriptor `in` (0: standard input)
+/// and writes every byte to the file `out` through the same kernel paths:
+/// read and write in 1 MiB blocks, no work on the bytes. `buf` is allocated by the caller (a
 /// forked child must not allocate). False on an I/O error.
 bool copy_fd(int in, const std::string& out, std::vector<char>& buf) {
   const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
