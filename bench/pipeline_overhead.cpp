@@ -90,12 +90,13 @@ void run(sb::context& ctx) {
                .check = [&] { return check_sum(sinew_sum, want); },
                .note = "informational: generate(..., source_mode::thread)"});
 
-  // ---- Informational: the same graph on a scheduler of one worker (no
-  // cross-core hand-off: the runtime's bookkeeping alone).
+  // ---- The same graph on a scheduler of one worker (no cross-core
+  // hand-off: the runtime's bookkeeping alone), against parallel_pipeline
+  // on one thread.
   sinew::tbb_scheduler one_worker(1);
   sinew::graph g1(sinew::pipeline(sinew::map<Nop>(), sinew::map<Nop>(), sinew::map<Nop>()),
                   sinew::graph_options{.scheduler = &one_worker, .capacity = kCapacity});
-  ctx.measure({.name = "sinew, 1 worker",
+  const auto& s_sinew1 = ctx.measure({.name = "sinew, 1 worker",
                .unit = "ns/unit",
                .better = sb::lower,
                .setup = nullptr,
@@ -115,7 +116,7 @@ void run(sb::context& ctx) {
                    },
                .to_metric = per_unit_ns,
                .check = [&] { return check_sum(sinew_sum, want); },
-               .note = "informational: tbb_scheduler(1), no cross-core hand-off"});
+               .note = "tbb_scheduler(1), no cross-core hand-off"});
 
   // ---- oneTBB flow graph: input_node -> limiter_node(64) -> 3 serial function_nodes -> serial sink.
   double fg_sum = 0;
@@ -199,14 +200,14 @@ void run(sb::context& ctx) {
                                   .note = "64 tokens, 5 serial_in_order filters"});
 
   tbb::task_arena one_thread(1);
-  ctx.measure({.name = "tbb parallel_pipeline, 1 thread",
+  const auto& s_pp1 = ctx.measure({.name = "tbb parallel_pipeline, 1 thread",
                .unit = "ns/unit",
                .better = sb::lower,
                .setup = nullptr,
                .run = [&] { one_thread.execute(pp_run); },
                .to_metric = per_unit_ns,
                .check = [&] { return check_sum(pp_sum, want); },
-               .note = "informational: task_arena(1)"});
+               .note = "task_arena(1)"});
 
   // ---- What the last Sinew run looked like (one run, not a statistic).
   if (s_sinew.stats.n) {
@@ -237,6 +238,9 @@ void run(sb::context& ctx) {
 
   ctx.ratio("pipeline_overhead", s_sinew.stats.median / s_pp.stats.median, 0.5, sb::lower,
             "sinew ns/unit / parallel_pipeline ns/unit (medians)");
+  if (s_sinew1.stats.n && s_pp1.stats.n)
+    ctx.ratio("pipeline_overhead_1thread", s_sinew1.stats.median / s_pp1.stats.median, 1.0, sb::lower,
+              "sinew on tbb_scheduler(1) ns/unit / parallel_pipeline in task_arena(1) ns/unit (medians)");
   ctx.informational_ratio("pipeline_overhead_vs_flow_graph", s_sinew.stats.median / s_fg.stats.median, 1.0, sb::lower,
                           "the flow graph is a second reference; the target is pipeline_overhead",
                           "sinew ns/unit / flow graph (limiter 64) ns/unit (medians)");
