@@ -51,6 +51,12 @@ class node_error : public error {
 };
 
 /// Thrown by `run_future::get()` after `cancel()` or a cancelled stop token.
+///
+/// \code
+/// auto f = g.run(sinew::generate(make_unit), sinew::discard());
+/// f.cancel();
+/// try { f.get(); } catch (const sinew::cancelled&) { /* every unit was released */ }
+/// \endcode
 class cancelled : public error {
  public:
   cancelled() : error("run cancelled") {}

@@ -172,6 +172,14 @@ class callback_sink final : public sink_impl {
 
 }  // namespace detail
 
+/// Type-erased sink handle (see the factory functions below); a run takes
+/// it by value.
+///
+/// \code
+/// std::vector<std::vector<float>> out;
+/// sinew::sink k = sinew::into(out);                    // or into_arrays, for_each, ...
+/// g.run(sinew::from(items), std::move(k)).get();
+/// \endcode
 class sink {
  public:
   explicit sink(std::shared_ptr<detail::sink_impl> p) : p_(std::move(p)) {}

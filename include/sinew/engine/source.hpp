@@ -207,7 +207,14 @@ class generator_source final : public source_impl {
 
 }  // namespace detail
 
-/// Type-erased source handle (see the factory functions below).
+/// Type-erased source handle (see the factory functions below); a run takes
+/// it by value.
+///
+/// \code
+/// sinew::source s = sinew::from(items);               // or from_arrays, generate, ...
+/// std::vector<std::vector<float>> out;
+/// g.run(std::move(s), sinew::into(out)).get();
+/// \endcode
 class source {
  public:
   explicit source(std::shared_ptr<detail::source_impl> p) : p_(std::move(p)) {}
