@@ -54,17 +54,6 @@ namespace sinew::detail::workers {
 //   if (t) { if (lot.stop_searching(p) && visible()) lot.wake_one(); run(t); }
 //   lot.prepare_park(p); seq_cst_fence(); t = find_work();
 //   if (t || stopping) lot.cancel_park(p); else lot.park(p);
-// A worker's push of `t` onto its own deque `dq`: true when the caller must
-// announce it (P2/P3 above), that is when the deque held no task before.
-//
-//   if (workers::push_own(w.dq, t)) announce_work();
-template <class Deque, class T>
-bool push_own(Deque& dq, T t) {
-  const bool was_empty = dq.empty_approx();
-  dq.push(t);
-  return was_empty;
-}
-
 class parking_lot {
  public:
   struct alignas(64) parker {
@@ -189,5 +178,17 @@ class parking_lot {
   alignas(64) std::atomic<std::uint32_t> nidle_{0};
   alignas(64) std::atomic<std::uint32_t> nsearching_{0};
 };
+
+// A worker's push of `t` onto its own deque `dq`: true when the caller must
+// announce it (P2/P3 of parking_lot's protocol), that is when the deque held
+// no task before (see "A worker pushing onto its own deque" there).
+//
+//   if (workers::push_own(w.dq, t)) announce_work();
+template <class Deque, class T>
+bool push_own(Deque& dq, T t) {
+  const bool was_empty = dq.empty_approx();
+  dq.push(t);
+  return was_empty;
+}
 
 }  // namespace sinew::detail::workers
