@@ -5,11 +5,9 @@
 #include <cassert>
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -117,7 +115,7 @@ struct tbb_scheduler::impl {
     unsigned threads = 0;
     counters* workers = nullptr;  // per_worker + first: the counters of slots 1..threads
     // Slot 0, reserved for a thread from outside (a parallel_for caller, a
-    // helping waiter): counted on the arena's last worker in stats(), so
+    // worker of another arena waiting for a group there): counted on the arena's last worker in stats(), so
     // that per-node totals include what it ran.
     counters outside_slot;
     // The counters of slot i (the calling thread runs there).
@@ -158,13 +156,6 @@ struct tbb_scheduler::impl {
     return c ? int(c->home->index) : -1;
   }
 
-  // Read once per scheduler: SINEW_TBB_WAITER=sleep makes waiting threads
-  // sleep instead of working in the arena, for comparisons.
-  const bool waiters_sleep = [] {
-    const char* e = std::getenv("SINEW_TBB_WAITER");
-    return e && std::string(e) == "sleep";
-  }();
-
   void build() {
     const std::size_t N = topo.nodes();
     if (N == 0 || topo.total_cores() == 0) throw error("tbb_scheduler: topology has no cores");
@@ -186,9 +177,8 @@ struct tbb_scheduler::impl {
       a->threads = unsigned(std::max<std::size_t>(1, topo.cores(n).size()));
       threads += a->threads;
       // n worker slots and one reserved for an outside thread: a caller of
-      // parallel_for joins its loop at once, a thread waiting for a run
-      // works there (help_until), and a graph nobody waits on still has n
-      // workers.
+      // parallel_for joins its loop at once, and n workers run the rest
+      // (a thread waiting for a run sleeps, help_until).
       const int slots = int(a->threads) + 1;
       if (!ids.empty()) {
         tbb::task_arena::constraints c;
@@ -438,7 +428,6 @@ struct tbb_group final : detail::task_counter::extension {
 void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {
   if (!fn) throw error("tbb_scheduler::submit: empty function");
   impl* p = p_.get();
-  if (p->waiters_sleep) return scheduler::submit_counted(std::move(fn), c, hint);
   auto* g = static_cast<tbb_group*>(c.ext.load(std::memory_order_acquire));
   const impl::target w = p->place(hint);
   if (!g) {
@@ -482,12 +471,13 @@ void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
 
 void tbb_scheduler::help_until(detail::help_latch& l) {
   if (l.is_open()) return;
-  if (p_->waiters_sleep) return l.wait();
-  // A worker of ours waiting (a run started from a task) works in its own
-  // arena, as a thread from outside does in the first (the stack: as in
-  // wait_counted).
+  // A thread from outside sleeps, so that n workers run the graph on n
+  // threads (a helper beside them moves every unit between two cores); a
+  // worker of ours waiting (a run started from a task) works in its arena,
+  // so nested waits cannot hang (the stack: as in wait_counted).
   const int ca = p_->current_arena();
-  tbb::task_arena& arena = p_->arenas[ca >= 0 ? unsigned(ca) : 0]->arena;
+  if (ca < 0) return l.wait();
+  tbb::task_arena& arena = p_->arenas[unsigned(ca)]->arena;
   arena.execute([&] {
     // A group with one deferred empty task, enqueued when the latch opens:
     // tg.wait() runs the arena's tasks on this thread until that task has

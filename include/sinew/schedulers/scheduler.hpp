@@ -138,7 +138,7 @@ struct task_counter {
 /// \code
 /// sinew::detail::help_latch done;
 /// sched.submit([&] { work(); done.open(); });
-/// sched.help_until(done);   // tbb: runs queued tasks on this thread meanwhile
+/// sched.help_until(done);   // on a worker: runs queued tasks meanwhile
 /// \endcode
 class help_latch {
  public:
@@ -200,13 +200,13 @@ class scheduler {
     parallel_for(n, grain, body);
   }
   /// Waits until a `task_group`'s tasks are done (`task_group::wait`). The
-  /// default sleeps; `tbb` runs tasks on the waiting thread meanwhile.
+  /// default sleeps; the policies run tasks on a waiting worker of theirs
+  /// meanwhile (a thread from outside sleeps).
   virtual void wait_counted(detail::task_counter& c) noexcept { c.wait(); }
-  /// Returns once `l` is open. The default sleeps; `tbb` lets the calling
-  /// thread (one outside the scheduler) take the arena's slot reserved for it
-  /// and run queued tasks until then, as `tbb::flow::graph::wait_for_all`
-  /// does, so that a thread waiting for a run adds a core's worth of work
-  /// instead of an idle thread.
+  /// Returns once `l` is open. The default sleeps; the policies let a
+  /// worker of theirs run queued tasks until then (waits nested in every
+  /// worker cannot hang), while a thread from outside sleeps, so that n
+  /// workers run a graph on n threads.
   virtual void help_until(detail::help_latch& l) { l.wait(); }
   virtual scheduler_stats stats() const = 0;
   virtual void reset_stats() = 0;
