@@ -8,6 +8,7 @@
 
 #include <sinew/detail/fence.hpp>
 #include <sinew/detail/ring.hpp>
+#include <sinew/detail/scalable_new.hpp>
 #include <sinew/engine/work_unit.hpp>
 
 #include "counters.hpp"
@@ -35,7 +36,7 @@ struct compiled_graph;
 /// work_unit* v; std::uint64_t t;
 /// if (c.try_pop(v, t, false)) { /* consumer */ }
 /// \endcode
-class channel {
+class channel : public scalable_new {
   using queue = std::variant<spsc_channel, mpmc_channel, reorder_channel>;
   // What each operation compiles to: a switch on the kind, then the kind's
   // inlined code (std::get_if cannot fail there: the index was just read).

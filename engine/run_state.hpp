@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <sinew/detail/ring.hpp>
+#include <sinew/detail/scalable_new.hpp>
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/trace.hpp>
 #include <sinew/schedulers/scheduler.hpp>
@@ -32,7 +33,7 @@ struct stage_rt;
 
 /// One source of a run: on a thread of its own (sources that may block,
 /// source_loop) or as a stage on the scheduler (source_activation).
-struct source_rt {
+struct source_rt : scalable_new {
   source src;
   std::uint32_t index = 0;  // the units' origin
   channel* out = nullptr;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <sinew/detail/ring.hpp>
+#include <sinew/detail/scalable_new.hpp>
 #include <sinew/engine/node.hpp>
 
 #include "stage_placement.hpp"
@@ -37,7 +38,7 @@ enum : std::uint64_t { wait_input = 0, wait_output = 1 };
 /// \code
 /// stage.notify();   // after a push into its input: runs an activation if it has work and a free slot
 /// \endcode
-struct stage_rt {
+struct stage_rt : scalable_new {
   run_state* run = nullptr;
   const stage_spec* spec = nullptr;  // null: a sink, a junction or a source
   channel* in = nullptr;   // null: a source

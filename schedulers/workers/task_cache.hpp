@@ -4,24 +4,13 @@
 #include <cstddef>
 #include <new>
 
-#include <oneapi/tbb/scalable_allocator.h>
+#include <sinew/detail/scalable_new.hpp>
 
 namespace sinew::detail::workers {
 
-// Base of the task objects. Outside threads allocate the tasks they submit
-// and workers free them; glibc's arenas would serialise that traffic on one
-// lock. Sanitizer builds keep the default allocator: ThreadSanitizer cannot
-// see the uninstrumented allocator's hand-over of reused memory, nor
-// AddressSanitizer its frees.
-struct scalable_new {
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-  static void* operator new(std::size_t n) {
-    if (void* p = scalable_malloc(n)) return p;
-    throw std::bad_alloc();
-  }
-  static void operator delete(void* p) noexcept { scalable_free(p); }
-#endif
-};
+// Base of the task objects: outside threads allocate the tasks they submit
+// and workers free them.
+using detail::scalable_new;
 
 // A per-thread cache of task objects, so that the steady state allocates
 // nothing per task. A task is freed by the thread that ran it, which may not
