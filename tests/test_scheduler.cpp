@@ -156,6 +156,23 @@ TEST_CASE("help_until on a worker runs queued tasks until the latch opens (tbb)"
   CHECK(opener.load() == waiter.load());
 }
 
+TEST_CASE("graph runs waited on by every worker of another tbb_scheduler complete (tbb)", "[scheduler][runtime]") {
+  // The waiters are oneTBB workers of another arena: they sleep, and the
+  // graphs' own arena still gets its n workers from oneTBB's pool.
+  tbb_scheduler outer(2), inner(2);
+  graph g(pipeline(map<sinew_test::inc>(), farm(map<sinew_test::inc>(), 2)), {.scheduler = &inner});
+  std::atomic<int> ok{0};
+  task_group tg(outer);
+  for (int t = 0; t < 4; ++t)
+    tg.run([&] {
+      std::vector<std::vector<int>> in(200, std::vector<int>(4, 1)), out;
+      g.run(in, out).get();
+      if (out.size() == 200 && out[199][3] == 3) ok++;
+    });
+  tg.wait();
+  CHECK(ok.load() == 4);
+}
+
 TEST_CASE("help_latch runs each waiter's hook once, and refuses one armed after opening", "[scheduler]") {
   detail::help_latch l;
   int hooks = 0, others = 0;

@@ -22,8 +22,9 @@
 /// Each arena has one more slot, reserved for a thread outside the
 /// scheduler: a caller of `parallel_for` (e.g. a `run_future::get()` that
 /// runs a graph's stages itself) joins its loop at once instead of handing
-/// it to a worker and sleeping, and a thread waiting for a run works there
-/// until it ends (`help_until`); the workers keep their n slots.
+/// it to a worker and sleeping; the workers keep their n slots. A thread
+/// outside the scheduler waiting for a run, a task graph or a group
+/// sleeps, so that n workers run it on n threads (`help_until`).
 ///
 /// Statistics: per worker slot of each arena (`workers[i].node` is the
 /// arena's node) tasks, busy time and hinted / remote bytes; one last slot
