@@ -115,8 +115,9 @@ struct tbb_scheduler::impl {
     unsigned threads = 0;
     counters* workers = nullptr;  // per_worker + first: the counters of slots 1..threads
     // Slot 0, reserved for a thread from outside (a parallel_for caller, a
-    // worker of another arena waiting for a group there): counted on the arena's last worker in stats(), so
-    // that per-node totals include what it ran.
+    // worker of another arena waiting for a group there): counted on the
+    // arena's last worker in stats(), so that per-node totals include what
+    // it ran.
     counters outside_slot;
     // The counters of slot i (the calling thread runs there).
     counters& slot(int i) noexcept {
