@@ -24,6 +24,15 @@ struct slow_inc {
     *y = x + 1;
   }
 };
+// Sleeps long enough that the other stages of a pipeline, on the one
+// worker of two it leaves free, always catch up (also under
+// ThreadSanitizer), so the stage after it waits for input.
+struct slower_inc {
+  void operator()(int x, int* y) const {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    *y = x + 1;
+  }
+};
 
 std::atomic<std::uint64_t> chunk_calls{0};
 struct count_chunks {
@@ -83,7 +92,7 @@ TEST_CASE("a slow stage makes the stage before wait on output and the one after 
   auto in = make_items(n, 4);
   std::vector<std::vector<int>> out;
   scheduler& s = default_scheduler();  // under ThreadSanitizer: steal (TBB is not instrumented)
-  graph g(pipeline(map<inc>(), map<slow_inc>(), map<inc>()), {.scheduler = &s, .capacity = 2});
+  graph g(pipeline(map<inc>(), map<slower_inc>(), map<inc>()), {.scheduler = &s, .capacity = 2});
   auto f = g.run(in, out);
   f.get();
   run_stats st = f.stats();
