@@ -18,21 +18,19 @@ using namespace sinew_test;
 
 namespace {
 
-struct slow_inc {
+// An increment that sleeps `Us` microseconds first.
+template <unsigned Us>
+struct sleepy_inc {
   void operator()(int x, int* y) const {
-    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    std::this_thread::sleep_for(std::chrono::microseconds(Us));
     *y = x + 1;
   }
 };
-// Sleeps long enough that the other stages of a pipeline, on the one
-// worker of two it leaves free, always catch up (also under
-// ThreadSanitizer), so the stage after it waits for input.
-struct slower_inc {
-  void operator()(int x, int* y) const {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    *y = x + 1;
-  }
-};
+using slow_inc = sleepy_inc<300>;
+// Long enough that the other stages of a pipeline, on the one worker of two
+// it leaves free, always catch up (also under ThreadSanitizer), so the
+// stage after it waits for input.
+using slower_inc = sleepy_inc<2000>;
 
 std::atomic<std::uint64_t> chunk_calls{0};
 struct count_chunks {
