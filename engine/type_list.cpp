@@ -24,8 +24,7 @@ bool type_list::matches(const type_list& o) const {
   return true;
 }
 
-void check_layer(const layer& l, const type_list& t, const char* which) {
-  if (t.any) return;
+void bad_layer(const layer& l, const type_list& t, const char* which) {
   if (l.size() < t.types.size())
     throw error(std::string("expects ") + std::to_string(t.types.size()) + " " + which + " buffer(s) " +
                 t.str() + " but the unit has " + std::to_string(l.size()));
@@ -39,6 +38,7 @@ void check_layer(const layer& l, const type_list& t, const char* which) {
       throw error(std::string(which) + " buffer " + std::to_string(i) + " has " + std::to_string(b.count()) +
                   " elements, its shape " + l.shape_of(unsigned(i)).str() + " has " + std::to_string(want));
   }
+  throw error(std::string(which) + " buffers do not match " + t.str());  // not reached: check_layer saw a mismatch
 }
 
 void not_uniform(const layer& l, const char* leaf) {

@@ -123,6 +123,50 @@ TEST_CASE("work unit layers follow the thesis' stack discipline", "[unit]") {
   CHECK_THROWS_AS(u.input<double>(0), sinew::error);   // wrong element size
 }
 
+TEST_CASE("layer copies share buffers and moves hand them over", "[unit]") {
+  buffer_pool pool;
+  auto a = pool.acquire<float>(4), b = pool.acquire<float>(6);
+  {
+    layer l(shape::d1(4), {a});
+    l.add(b, shape::d1(6));  // a shape of its own
+    CHECK(a->use_count() == 2);
+    layer c(l);  // copy: both layers hold the buffers
+    CHECK(a->use_count() == 3);
+    CHECK(b->use_count() == 3);
+    CHECK(c.size() == 2);
+    CHECK(c.shape_of(1).count() == 6);
+    CHECK(!c.uniform());
+    layer m(std::move(l));  // move: the references change hands
+    CHECK(l.empty());
+    CHECK(l.uniform());
+    CHECK(a->use_count() == 3);
+    CHECK(m[1] == b);
+    CHECK(m.shape_of(1).count() == 6);
+    m = std::move(c);  // move-assign: m's old references are released
+    CHECK(c.empty());
+    CHECK(a->use_count() == 2);
+    CHECK(m.size() == 2);
+    m = layer(shape::d1(4), {a});  // fewer buffers than before
+    CHECK(m.size() == 1);
+    CHECK(b->use_count() == 1);
+    CHECK(a->use_count() == 2);
+    layer k;
+    k = m;  // copy-assign
+    CHECK(a->use_count() == 3);
+    k.add(b);
+    CHECK(b->use_count() == 2);
+    m.clear();
+    CHECK(a->use_count() == 2);
+  }  // destroying layers releases what they hold, and only that
+  CHECK(a->use_count() == 1);
+  CHECK(b->use_count() == 1);
+  std::vector<layer> v;  // reallocation moves layers
+  for (int i = 0; i < 20; ++i) v.push_back(layer(shape::d1(4), {a, b}));
+  CHECK(a->use_count() == 21);
+  v.clear();
+  CHECK(a->use_count() == 1);
+}
+
 TEST_CASE("views index 1-, 2- and 3-D row-major", "[unit]") {
   std::vector<int> d(2 * 3 * 4);
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = int(i);

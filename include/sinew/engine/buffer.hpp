@@ -145,6 +145,7 @@ class buffer_ref {
   template <class T>
   T* data() const noexcept { return static_cast<T*>(p_->data()); }
   void reset() noexcept { if (p_) { p_->release(); p_ = nullptr; } }
+  void swap(buffer_ref& o) noexcept { std::swap(p_, o.p_); }
   friend bool operator==(const buffer_ref& a, const buffer_ref& b) { return a.p_ == b.p_; }
 
  private:

@@ -25,9 +25,17 @@ struct type_list {
   bool matches(const type_list& o) const;
 };
 
+[[noreturn, gnu::cold]] void bad_layer(const layer& l, const type_list& t, const char* which);
 /// Throws if `l` lacks the buffers `t` describes (element size, and as many
-/// elements as the buffer's shape).
-void check_layer(const layer& l, const type_list& t, const char* which);
+/// elements as the buffer's shape). Inline: sources check every unit.
+inline void check_layer(const layer& l, const type_list& t, const char* which) {
+  if (t.any) return;
+  if (l.size() < t.types.size()) [[unlikely]]
+    bad_layer(l, t, which);
+  for (unsigned i = 0; i < t.types.size(); ++i)
+    if (l[i]->type().size != t.types[i]->size || l[i]->count() < l.shape_of(i).count()) [[unlikely]]
+      bad_layer(l, t, which);
+}
 
 [[noreturn, gnu::cold]] void not_uniform(const layer& l, const char* leaf);
 /// Throws unless every buffer of `l` has the layer's shape (layer::uniform):

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <sinew/engine/buffer.hpp>
@@ -51,11 +52,36 @@ class layer {
  public:
   static constexpr unsigned max_buffers = 8;
 
-  layer() = default;
-  explicit layer(const sinew::shape& s) : shape_(s) {}
-  layer(const sinew::shape& s, std::initializer_list<buffer_ref> bufs) : shape_(s) {
+  layer() noexcept : bufs_{} {}
+  explicit layer(const sinew::shape& s) noexcept : shape_(s), bufs_{} {}
+  layer(const sinew::shape& s, std::initializer_list<buffer_ref> bufs) : shape_(s), bufs_{} {
     for (auto& b : bufs) add(b);
   }
+  // Copies, moves and destruction touch the n_ buffers held, not all
+  // max_buffers slots: a unit moves and drops layers on every hop.
+  layer(const layer& o) : shape_(o.shape_), n_(o.n_), own_(o.own_), bufs_{} {
+    for (unsigned i = 0; i < n_; ++i) bufs_[i] = o.bufs_[i];
+  }
+  layer(layer&& o) noexcept : shape_(o.shape_), n_(o.n_), own_(std::move(o.own_)), bufs_{} {
+    for (unsigned i = 0; i < n_; ++i) bufs_[i].swap(o.bufs_[i]);
+    o.n_ = 0;
+    o.own_.mask = 0;
+  }
+  layer& operator=(const layer& o) {
+    if (this != &o) *this = layer(o);
+    return *this;
+  }
+  layer& operator=(layer&& o) noexcept {
+    if (this == &o) return *this;
+    clear();
+    shape_ = o.shape_;
+    own_ = std::move(o.own_);
+    for (unsigned i = 0; i < o.n_; ++i) bufs_[i].swap(o.bufs_[i]);
+    n_ = std::exchange(o.n_, 0u);
+    o.own_.mask = 0;
+    return *this;
+  }
+  ~layer() { clear(); }
 
   const sinew::shape& shape() const noexcept { return shape_; }
   /// Sets the layer's shape; buffers added with a shape of their own keep it.
@@ -140,7 +166,12 @@ class layer {
   sinew::shape shape_{};
   unsigned n_ = 0;
   own_shapes own_;
-  buffer_ref bufs_[max_buffers];
+  // Slots [0, n_) hold the buffers, the others are null: a union, so that
+  // destroying a layer does not visit all max_buffers slots (clear() does
+  // the n_ that may hold one).
+  union {
+    buffer_ref bufs_[max_buffers];
+  };
 };
 
 class work_unit {
