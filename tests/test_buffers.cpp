@@ -167,6 +167,43 @@ TEST_CASE("layer copies share buffers and moves hand them over", "[unit]") {
   CHECK(a->use_count() == 1);
 }
 
+TEST_CASE("a unit's layers stay in order past the inline ones and after clear and copy", "[unit]") {
+  buffer_pool pool;
+  std::vector<buffer_ref> b;
+  for (int i = 0; i < 7; ++i) b.push_back(pool.acquire<float>(4));
+  auto top = [&](const work_unit& u, std::size_t k) { return u.at(k)[0]; };
+  work_unit u;
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the cleared unit
+    u.push_layer(layer(shape::d1(4), {b[0]}));
+    u.push_layer(layer(shape::d1(4), {b[1]}));
+    u.insert_below_top(layer(shape::d1(4), {b[2]}));  // inside: 0 2 1
+    u.insert_below(2, layer(shape::d1(4), {b[3]}));   // a fourth layer moves the stack out: 3 0 2 1
+    u.push_layer(layer(shape::d1(4), {b[4]}));        // 3 0 2 1 4
+    u.insert_below_top(layer(shape::d1(4), {b[5]}));  // 3 0 2 1 5 4
+    REQUIRE(u.depth() == 6);
+    const int want[] = {4, 5, 1, 2, 0, 3};  // from the top
+    for (std::size_t k = 0; k < 6; ++k) CHECK(top(u, k) == b[std::size_t(want[k])]);
+    work_unit c;
+    c.push_layer(layer(shape::d1(4), {b[6]}));
+    c = u;  // a copy shares the buffers, layer by layer
+    REQUIRE(c.depth() == 6);
+    for (std::size_t k = 0; k < 6; ++k) CHECK(top(c, k) == b[std::size_t(want[k])]);
+    CHECK(b[6]->use_count() == 1);
+    CHECK(b[3]->use_count() == 3);
+    c.clear();
+    u.pop_layer();
+    u.pop_layer();
+    CHECK(top(u, 0) == b[1]);
+    u.clear();
+    CHECK(u.depth() == 0);
+    for (auto& x : b) CHECK(x->use_count() == 1);
+  }
+  u.push_layer(layer(shape::d1(4), {b[0]}));  // inside again
+  u.insert_below_top(layer(shape::d1(4), {b[1]}));
+  CHECK(top(u, 1) == b[1]);
+  CHECK(b[0]->use_count() == 2);
+}
+
 TEST_CASE("views index 1-, 2- and 3-D row-major", "[unit]") {
   std::vector<int> d(2 * 3 * 4);
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = int(i);

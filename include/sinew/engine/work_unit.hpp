@@ -174,9 +174,88 @@ class layer {
   };
 };
 
+namespace detail {
+
+/// The layers of a unit, bottom first. Up to `inline_n` live inside the
+/// unit, so a stage reaches layer 0 without following a pointer to another
+/// block (each of which is a cache miss on the next core a unit visits);
+/// deeper stacks move to the heap until clear().
+class layer_stack {
+ public:
+  static constexpr unsigned inline_n = 3;
+
+  layer_stack() noexcept {}
+  layer_stack(const layer_stack& o) : layer_stack() { *this = o; }
+  layer_stack& operator=(const layer_stack& o) {
+    if (this == &o) return *this;
+    clear();
+    for (std::size_t i = 0; i < o.size(); ++i) insert(i, layer(o[i]));
+    return *this;
+  }
+  ~layer_stack() { clear(); }
+
+  std::size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  layer& operator[](std::size_t i) noexcept { return heap_on_ ? heap_[i] : in_[i]; }
+  const layer& operator[](std::size_t i) const noexcept { return heap_on_ ? heap_[i] : in_[i]; }
+  layer& back() noexcept { return (*this)[n_ - 1]; }
+  const layer& back() const noexcept { return (*this)[n_ - 1]; }
+
+  /// Inserts `l` at position `pos` (<= size()).
+  void insert(std::size_t pos, layer&& l) {
+    if (heap_on_ || n_ == inline_n) [[unlikely]]
+      return insert_heap(pos, std::move(l));
+    if (pos == n_) {
+      new (&in_[n_]) layer(std::move(l));
+    } else {
+      new (&in_[n_]) layer(std::move(in_[n_ - 1]));
+      for (std::size_t i = n_ - 1; i > pos; --i) in_[i] = std::move(in_[i - 1]);
+      in_[pos] = std::move(l);
+    }
+    ++n_;
+  }
+  void pop_back() noexcept {
+    if (heap_on_) heap_.pop_back();
+    else in_[n_ - 1].~layer();
+    --n_;
+  }
+  /// Releases every layer; a stack that moved to the heap comes back inside
+  /// (the heap block is kept for the next deep stack).
+  void clear() noexcept {
+    if (heap_on_) {
+      heap_.clear();
+      heap_on_ = false;
+    } else {
+      for (unsigned i = 0; i < n_; ++i) in_[i].~layer();
+    }
+    n_ = 0;
+  }
+
+ private:
+  [[gnu::noinline]] void insert_heap(std::size_t pos, layer&& l) {
+    if (!heap_on_) {  // the inside is full: every layer moves out
+      heap_.reserve(2 * inline_n);
+      for (unsigned i = 0; i < n_; ++i) heap_.push_back(std::move(in_[i]));
+      for (unsigned i = 0; i < n_; ++i) in_[i].~layer();
+      heap_on_ = true;
+    }
+    heap_.insert(heap_.begin() + std::ptrdiff_t(pos), std::move(l));
+    ++n_;
+  }
+
+  unsigned n_ = 0;
+  bool heap_on_ = false;
+  union {
+    layer in_[inline_n];  // [0, n_) constructed while !heap_on_
+  };
+  std::vector<layer> heap_;  // all the layers while heap_on_
+};
+
+}  // namespace detail
+
 class work_unit {
  public:
-  work_unit() { layers_.reserve(4); }
+  work_unit() = default;
 
   /// Element count of layer 0 (what the next leaf reads).
   std::size_t count() const noexcept { return layers_.empty() ? 0 : layers_.back().count(); }
@@ -225,16 +304,16 @@ class work_unit {
   const layer& out() const { return at(1); }
 
   /// Pushes a new top layer (it becomes layer 0).
-  void push_layer(layer l) { layers_.push_back(std::move(l)); }
+  void push_layer(layer l) { layers_.insert(layers_.size(), std::move(l)); }
   /// Inserts `l` right below layer 0 (a pipeline's intermediate results).
   void insert_below_top(layer l) {
     if (layers_.empty()) throw error("insert_below_top on a unit without layers");
-    layers_.insert(layers_.end() - 1, std::move(l));
+    layers_.insert(layers_.size() - 1, std::move(l));
   }
   /// Inserts `l` right below layer `k`: it becomes layer k + 1.
   void insert_below(std::size_t k, layer l) {
     check_depth(k);
-    layers_.insert(layers_.end() - 1 - std::ptrdiff_t(k), std::move(l));
+    layers_.insert(layers_.size() - 1 - k, std::move(l));
   }
   /// Drops layer 0, releasing its buffers.
   void pop_layer() {
@@ -275,12 +354,12 @@ class work_unit {
                 " does not exist");
   }
 
-  std::vector<layer> layers_;  // back() is layer 0
   std::uint64_t seq_ = 0;
   std::size_t grain_ = 1;
   bool eos_ = false;
   std::uint32_t origin_ = 0;
   std::uint64_t accepted_ns_ = 0;
+  detail::layer_stack layers_;  // back() is layer 0
   std::uint64_t tickets_[max_ordered_depth] = {};
   record_index records_;  // after the fields every stage reads
   note_ref note_;          // read only by sources that ask for notes and by sinks
