@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -46,6 +47,24 @@ TEST_CASE("pool buffers are aligned, padded and reused", "[buffer]") {
   auto d = pool.acquire<double>(990);  // other class
   CHECK(d->data() != first);
   CHECK(pool.stats().allocations == 2);
+}
+
+TEST_CASE("a small pool buffer shares a 128-byte block pair with its header and a large one starts on a page", "[buffer]") {
+  buffer_pool pool;
+  for (std::size_t n : {std::size_t(1), std::size_t(16), std::size_t(1000), std::size_t(14000)}) {
+    auto b = pool.acquire<float>(n);
+    const auto h = reinterpret_cast<std::uintptr_t>(b.get());
+    const auto d = reinterpret_cast<std::uintptr_t>(b->data());
+    CHECK(h % 128 == 0);
+    CHECK(d == h + 64);  // the line after the header
+    std::memset(b->data(), 0xab, b->capacity());  // the whole capacity is usable (ASan checks the block's end)
+  }
+  auto big = pool.acquire<float>(16384);  // 64 KiB: its own pages
+  CHECK(reinterpret_cast<std::uintptr_t>(big->data()) % 4096 == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(big->data()) != reinterpret_cast<std::uintptr_t>(big.get()) + 64);
+  big.reset();
+  pool.trim();  // frees both kinds of block (ASan: each with the call that matches its allocation)
+  CHECK(pool.stats().bytes_held == 0);
 }
 
 TEST_CASE("pool keeps at most max_cached_bytes", "[buffer]") {

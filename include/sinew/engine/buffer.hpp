@@ -96,19 +96,22 @@ class buffer {
   void release() noexcept;
   void drop_hook() noexcept { delete hook_.exchange(nullptr, std::memory_order_acq_rel); }
 
+  // One cache line, what every holder reads first; a pooled buffer below
+  // 64 KiB has its data in the line after it (buffer_pool::allocate).
   std::atomic<std::uint32_t> refs_{0};
-  std::atomic<buffer_hook*> hook_{nullptr};
-  int numa_node_ = -1;
-  int interleave_first_ = -1;
-  unsigned placed_nodes_ = 0;
-  std::size_t placed_page_ = 0;
+  std::uint16_t size_class_ = 0;
+  std::uint16_t placed_nodes_ = 0;
   void* data_ = nullptr;
   std::size_t count_ = 0;
   std::size_t capacity_ = 0;
   const elem_type* type_ = nullptr;
   buffer_pool* pool_ = nullptr;  // null: external memory, header deleted on release
-  unsigned size_class_ = 0;
+  std::atomic<buffer_hook*> hook_{nullptr};
+  std::int16_t numa_node_ = -1;
+  std::int16_t interleave_first_ = -1;
+  std::uint32_t placed_page_ = 0;
 };
+static_assert(sizeof(buffer) <= buffer::alignment, "a buffer's header fits one cache line");
 
 /// Records where the pages of `b` are (what `placer::place_buffer` decided):
 /// all on `node` (>= 0), or round-robin from `interleave_first` (>= 0) over

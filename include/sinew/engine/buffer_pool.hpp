@@ -78,6 +78,9 @@ class buffer_pool {
   void give_back(buffer* b) noexcept;
   buffer* take_cached(unsigned cls, std::size_t cap) noexcept;  // from the buckets, or null
   buffer* allocate(unsigned cls, std::size_t cap);
+  static void free_block(buffer* b) noexcept;
+  /// Buffers of a smaller capacity share one block with their header.
+  static constexpr std::size_t inline_below = std::size_t(64) << 10;
   void note_in_use(std::int64_t delta) noexcept;
 
   static constexpr unsigned kClasses = 16 + 4 * 64;
