@@ -4,6 +4,7 @@
 
 #include "compiled_graph.hpp"
 #include "stage.hpp"
+#include "wake_rule.hpp"
 
 namespace sinew::detail {
 
@@ -50,6 +51,10 @@ void channel::freed() {
     space_epoch.fetch_add(1, std::memory_order_seq_cst);
     space_epoch.notify_all();
   }
+}
+
+void channel::freed_from_full() {
+  if (wake_producer_on_room(producer->max_active == 1, producer->cheap(), !consumer_concurrent_)) freed();
 }
 
 channel_spec channel_for(const compiled_graph& g, std::size_t i) {

@@ -88,9 +88,11 @@ class channel : public scalable_new {
     if (!visit(q_, [&](auto& q) { return q.try_pop(u, ticket, any_order, before); })) return false;
     // A producer can only be waiting on us if the channel was full: the first
     // pop from full wakes it (a farm's replicas that found no room left; the
-    // one this starts, and pushes upstream, bring the others back), or the
-    // source thread, which counts its waiters.
-    if (before >= capacity() || !producer) freed();
+    // one this starts, and pushes upstream, bring the others back; a cheap
+    // serial producer of a serial consumer waits for the consumer's leave()),
+    // or the source thread, which counts its waiters.
+    if (!producer) freed();
+    else if (before >= capacity()) freed_from_full();
     if (reorder_channel* r = std::get_if<reorder_channel>(&q_)) r->left_region();
     return true;
   }
@@ -121,6 +123,9 @@ class channel : public scalable_new {
   void connect(stage_rt* from, stage_rt* to);
   /// A slot became free: wake the producer.
   void freed();
+  /// The first pop from a full channel: wake the producer now, unless a
+  /// cheap serial stage feeds a serial one (wake_rule.hpp).
+  void freed_from_full();
   /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
   /// what push returned).
   void pushed(bool head);

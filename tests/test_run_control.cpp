@@ -15,6 +15,7 @@
 #include "test_common.hpp"
 
 #include "../engine/replica_rule.hpp"  // the farm replica rule, a pure function
+#include "../engine/wake_rule.hpp"     // when making room wakes a producer, a pure function
 
 using namespace sinew;
 using namespace sinew_test;
@@ -397,4 +398,41 @@ TEST_CASE("an ordered farm that fails while later units wait for an earlier one 
   CHECK(st.units_alive == 0);
   CHECK(st.units_out <= 40);  // nothing after the failed unit is delivered out of order
   CHECK(buffer_pool::global().stats().bytes_in_use == before);
+}
+
+TEST_CASE("the first pop from a full queue wakes its producer unless a cheap serial stage feeds a serial one",
+          "[runtime]") {
+  using sinew::detail::wake_producer_on_room;
+  CHECK_FALSE(wake_producer_on_room(true, true, true));  // runs again when the consumer's activation ends
+  CHECK(wake_producer_on_room(true, false, true));       // costly: works beside the consumer
+  CHECK(wake_producer_on_room(false, true, true));       // a farm's replicas wait for room
+  CHECK(wake_producer_on_room(true, true, false));       // a farm consumer may run long
+  CHECK(wake_producer_on_room(false, false, false));
+}
+
+TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order under every policy",
+          "[runtime][tsan]") {
+  // Every pop is from a full queue, and a cheap producer is left to the
+  // consumer's leave(): a lost wake-up would hang here.
+  const int n = 3000;
+  for (const char* p : {"tbb", "steal", "deal"}) {
+    INFO(p);
+    auto s = make_scheduler(p, {.threads = 3, .pin = false});
+    graph g(pipeline(map<inc>(), map<inc>(), map<inc>()), {.scheduler = s.get(), .capacity = 1});
+    std::vector<int> got;
+    within(std::chrono::seconds(60), "a pipeline of capacity 1", [&] {
+      g.run(generate([n](unit_builder& b) {
+              if (b.seq() >= std::uint64_t(n)) return false;
+              b.set_shape(shape::d1(1));
+              b.add<int>()[0] = int(b.seq());
+              return true;
+            }),
+            for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); }))
+          .get();
+    });
+    REQUIRE(got.size() == std::size_t(n));
+    std::size_t bad = 0;
+    for (int i = 0; i < n; ++i) bad += got[std::size_t(i)] != i + 3;
+    CHECK(bad == 0);
+  }
 }
