@@ -153,7 +153,10 @@ stage_rt* junction_rt::leave() {
 
 void junction_rt::push(std::size_t k, work_unit* u) {
   if (!u->end_of_stream()) ++sent[k];
-  outs[k]->pushed(outs[k]->push(u));
+  const bool head = outs[k]->push(u);
+  // As a stage's pass_on: a cheap junction leaves a serial consumer to its
+  // leave(), which runs one of them on this worker and wakes the others.
+  if (!st.cheap() || outs[k]->consumer->max_active > 1) outs[k]->pushed(head);
 }
 
 void junction_rt::hold(std::size_t k, work_unit* u) {
