@@ -156,7 +156,9 @@ void junction_rt::push(std::size_t k, work_unit* u) {
   const bool head = outs[k]->push(u);
   // As a stage's pass_on: a cheap junction leaves a serial consumer to its
   // leave(), which runs one of them on this worker and wakes the others.
-  if (!st.cheap() || outs[k]->consumer->max_active > 1) outs[k]->pushed(head);
+  if (outs[k]->consumer->max_active > 1)
+    outs[k]->pushed_to_farm(head, st.unit_cost_ns.load(std::memory_order_relaxed));
+  else if (!st.cheap()) outs[k]->pushed(head);
 }
 
 void junction_rt::hold(std::size_t k, work_unit* u) {

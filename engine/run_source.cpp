@@ -191,7 +191,9 @@ stage_rt* run_state::source_activation(source_rt& s) {
     // unit meanwhile), unless this was its last unit: then it ends its
     // stream and its leave() runs the consumer on this thread.
     const bool last = s.size && s.next_seq >= *s.size;
-    if ((!st.cheap() && !last) || c0.consumer->max_active > 1) c0.pushed(head);
+    if (c0.consumer->max_active > 1)
+      c0.pushed_to_farm(head, st.unit_cost_ns.load(std::memory_order_relaxed));
+    else if (!st.cheap() && !last) c0.pushed(head);
     if (--budget == 0) {
       st.account(t0, batch);
       st.spawn();

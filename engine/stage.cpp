@@ -320,8 +320,10 @@ void stage_rt::pass_on(work_unit* u, tally& t) {
     // takes another data unit (tally::deferred), for parallelism; if it takes
     // none, its leave() runs the consumer here, with no task and no wake-up
     // (a one-unit graph runs start to end on one thread). A farm is woken at
-    // once: it may start more replicas.
-    if (out->consumer->max_active > 1) out->pushed(head);
+    // once (it may start more replicas) unless one replica keeps up with a
+    // cheap producer (wake_rule.hpp).
+    if (out->consumer->max_active > 1)
+      out->pushed_to_farm(head, unit_cost_ns.load(std::memory_order_relaxed));
     else if (!cheap()) t.deferred = true;
     // A concurrent cheap stage may run for long (its replicas keep finding
     // input): its serial consumer is woken once the channel is half full,

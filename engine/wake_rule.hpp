@@ -2,6 +2,8 @@
 // Internal: when a consumer that makes room in a full channel wakes its
 // producer (docs/runtime.md, "Activation").
 
+#include <cstdint>
+
 namespace sinew::detail {
 
 /// Whether a consumer's first pop from a full channel wakes the producer at
@@ -21,6 +23,26 @@ namespace sinew::detail {
 /// \endcode
 constexpr bool wake_producer_on_room(bool producer_serial, bool producer_cheap, bool consumer_serial) noexcept {
   return !(producer_serial && producer_cheap && consumer_serial);
+}
+
+/// Whether a push into a farm's queue wakes the farm at once (it may start
+/// another replica), given the measured cost per unit of the producer and
+/// of the farm (UINT32_MAX: not known yet). Not when the producer is cheap
+/// (below `cheap_ns`), the farm takes a unit no longer than the producer
+/// makes one, and the queue is less than half full: one replica then keeps
+/// up, and the producer's leave() runs it on its worker, or the push that
+/// fills half the queue wakes it. Woken at every push, such a farm empties
+/// its queue at once and starts a task per unit.
+///
+/// \code
+/// wake_farm_on_push(300, 200, false, 2000);   // false: left to the producer's leave()
+/// wake_farm_on_push(300, 200, true, 2000);    // true: half full, replicas may be needed
+/// wake_farm_on_push(300, 1500, false, 2000);  // true: the farm needs replicas to keep up
+/// wake_farm_on_push(5000, 200, false, 2000);  // true: a costly producer, the farm runs meanwhile
+/// \endcode
+constexpr bool wake_farm_on_push(std::uint32_t producer_ns, std::uint32_t farm_ns, bool half_full,
+                                 std::uint32_t cheap_ns) noexcept {
+  return half_full || producer_ns >= cheap_ns || farm_ns > producer_ns;
 }
 
 }  // namespace sinew::detail

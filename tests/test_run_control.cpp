@@ -410,6 +410,18 @@ TEST_CASE("the first pop from a full queue wakes its producer unless a cheap ser
   CHECK(wake_producer_on_room(false, false, false));
 }
 
+TEST_CASE("a push wakes a farm at once unless one replica keeps up with a cheap producer", "[runtime]") {
+  using sinew::detail::wake_farm_on_push;
+  constexpr std::uint32_t cheap = 2000, unknown = UINT32_MAX;
+  CHECK_FALSE(wake_farm_on_push(300, 200, false, cheap));  // the producer's leave() runs it
+  CHECK_FALSE(wake_farm_on_push(300, 300, false, cheap));
+  CHECK(wake_farm_on_push(300, 200, true, cheap));         // half full: replicas may be needed
+  CHECK(wake_farm_on_push(300, 1500, false, cheap));       // slower than its producer
+  CHECK(wake_farm_on_push(5000, 200, false, cheap));       // a costly producer: the farm runs meanwhile
+  CHECK(wake_farm_on_push(unknown, 200, false, cheap));    // costs not measured yet: as before
+  CHECK(wake_farm_on_push(300, unknown, false, cheap));
+}
+
 TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order under every policy",
           "[runtime][tsan]") {
   // Every pop is from a full queue, and a cheap producer is left to the
