@@ -14,7 +14,7 @@
 #include <sinew/sinew.hpp>
 
 #include "bench.hpp"
-#include "mir_programs.hpp"
+#include "mir_driver.hpp"
 
 namespace {
 
