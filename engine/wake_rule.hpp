@@ -1,6 +1,7 @@
 #pragma once
-// Internal: when a consumer that makes room in a full channel wakes its
-// producer (docs/runtime.md, "Activation").
+// Internal: when making room in a full channel wakes the producer, and when
+// a push wakes a farm (docs/runtime.md, "Activation"); pure functions of
+// the stages' kinds and measured costs, used by channel.cpp.
 
 #include <cstdint>
 
