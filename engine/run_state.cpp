@@ -159,6 +159,10 @@ void run_state::start() {
     s.out->connect(s.stage.get(), s.out->consumer);
     tasks.push_back(&s);
   }
+  std::vector<stage_rt*> all;
+  for (source_rt* s : tasks) all.push_back(s->stage.get());
+  for (auto& st : stages) all.push_back(st.get());
+  chains = serial_chain::find(all);
   for (source_rt* s : tasks) {
     if (!s->stage->claim()) continue;
     if (!start_source) {

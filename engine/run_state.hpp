@@ -22,6 +22,7 @@
 
 #include "compiled_graph.hpp"
 #include "latency_histogram.hpp"
+#include "serial_chain.hpp"
 #include "unit_pool.hpp"
 
 namespace sinew::detail {
@@ -121,6 +122,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::vector<std::unique_ptr<stage_rt>> stages;
   std::vector<std::unique_ptr<junction_rt>> junctions;
   std::vector<std::unique_ptr<region_rt>> regions;  // as g->regions
+  std::vector<std::unique_ptr<serial_chain>> chains;  // found at start(), once the sources' stages exist
   std::vector<std::unique_ptr<source_rt>> sources;
   std::vector<sink> sinks;
   std::size_t first_sink = 0;  // index of the first sink's stage

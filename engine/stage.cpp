@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include <sinew/detail/clock.hpp>
 #include <sinew/detail/fence.hpp>
@@ -16,6 +17,7 @@
 #include "ordered_region.hpp"
 #include "replica_rule.hpp"
 #include "run_state.hpp"
+#include "serial_chain.hpp"
 #include "stage_context.hpp"
 
 namespace sinew::detail {
@@ -43,14 +45,19 @@ bool stage_rt::enough_running(unsigned a) const noexcept {
   return max_active > 1 && in && enough_replicas(in->size_now(), unit_cost_ns.load(std::memory_order_relaxed), a);
 }
 
-stage_rt* stage_rt::leave() {
+stage_rt* stage_rt::leave(stage_rt** later) {
   if (junction) return junction->leave();
+  stage_rt* next = out && out->consumer->claim() ? out->consumer : nullptr;  // run it here, next
   if (in) {
-    if (in->producer) in->producer->notify();
-    else in->freed();  // the source thread, if it sleeps
+    stage_rt* p = in->producer;
+    // A chain that runs together goes on with the producer once its next
+    // stage has run here (a consumer outside the chain would delay it).
+    if (!p) in->freed();  // the source thread, if it sleeps
+    else if (later && !*later && chain && p->chain == chain && (!next || next->chain == chain) && chain->together())
+      *later = p;
+    else p->notify();
   }
-  if (out && out->consumer->claim()) return out->consumer;  // run it here, next
-  return nullptr;
+  return next;
 }
 
 bool stage_rt::has_work() const noexcept {
@@ -87,7 +94,13 @@ void stage_rt::run_chain(stage_rt* s) {
   // An activation that ends may hand its worker to the stage it fed (which
   // then reads units still hot in this core's cache) instead of queueing a
   // task for it: a trampoline, so chains do not grow the stack.
-  while (s) s = s->junction ? s->junction->activation() : s->in ? s->activation() : s->run->source_activation(*s->src);
+  stage_rt* later = nullptr;  // a producer of a serial chain, claimed when the stages before it are done
+  for (;;) {
+    while (s) s = s->junction ? s->junction->activation() : s->in ? s->activation(later) : s->run->source_activation(*s->src);
+    if (!later) return;
+    s = std::exchange(later, nullptr);
+    if (!s->claim()) return;  // nothing to do, or running elsewhere (it rechecks when it leaves)
+  }
 }
 
 std::uint64_t stage_rt::account(std::uint64_t t0, unsigned n) {
@@ -96,6 +109,7 @@ std::uint64_t stage_rt::account(std::uint64_t t0, unsigned n) {
   busy_ns.fetch_add(dt, std::memory_order_relaxed);
   if (n == 0) return t1;
   std::uint64_t c = dt / n, old = unit_cost_ns.load(std::memory_order_relaxed);
+  last_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(c, UINT32_MAX - 1)), std::memory_order_relaxed);
   c = old == UINT32_MAX ? c : (3 * old + c) / 4;
   unit_cost_ns.store(std::uint32_t(std::min<std::uint64_t>(c, UINT32_MAX - 1)), std::memory_order_relaxed);
   return t1;
@@ -110,7 +124,7 @@ void stage_rt::end_wait(std::uint64_t t0) noexcept {
   ((s & 1) == wait_output ? wait_out_ns : wait_in_ns).fetch_add(t0 - (s & ~std::uint64_t(1)), std::memory_order_relaxed);
 }
 
-stage_rt* stage_rt::activation() {
+stage_rt* stage_rt::activation(stage_rt*& later) {
   activations.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t t0 = now_ns();
   end_wait(t0);
@@ -179,7 +193,7 @@ stage_rt* stage_rt::activation() {
   if (active.fetch_sub(1, std::memory_order_seq_cst) == 1 && live && concurrent)
     idle_since.store(t1 | why, std::memory_order_relaxed);
   notify();  // work that arrived while we were leaving
-  return leave();
+  return leave(&later);
 }
 
 bool stage_rt::enter_regions() {

@@ -24,6 +24,7 @@ class channel;
 struct junction_rt;
 struct region_rt;
 struct run_state;
+struct serial_chain;
 struct source_rt;
 class sink_impl;
 
@@ -47,6 +48,7 @@ struct stage_rt : scalable_new {
   source_rt* src = nullptr;       // a source's stage
   sink_impl* snk = nullptr;       // a sink's stage
   junction_rt* junction = nullptr;  // a junction's stage (in, out: its first input and output)
+  serial_chain* chain = nullptr;    // the serial chain it is in, if any
   /// A tree's first stage that works in place on units a broadcast shares:
   /// it copies the shared buffers of layer 0 first.
   bool copy_shared = false;
@@ -68,6 +70,8 @@ struct stage_rt : scalable_new {
   std::map<std::string, double, std::less<>> counters;  // add_stage_counter
   /// Moving average of the time one unit takes here (UINT32_MAX: unknown).
   std::atomic<std::uint32_t> unit_cost_ns{UINT32_MAX};
+  /// The time one unit took in the last activation that took any.
+  std::atomic<std::uint32_t> last_cost_ns{UINT32_MAX};
   /// Below this per-unit cost a stage defers waking its consumer to the end
   /// of its activation (see process()).
   static constexpr std::uint32_t defer_below_ns = 2000;
@@ -92,11 +96,15 @@ struct stage_rt : scalable_new {
   bool enough_running(unsigned a) const noexcept;
   void spawn();
   static void run_chain(stage_rt* s);
-  /// Work of one activation; returns a stage this worker should run next.
-  stage_rt* activation();
+  /// Work of one activation; returns a stage this worker should run next
+  /// (see leave() for `later`).
+  stage_rt* activation(stage_rt*& later);
   /// End of an activation: wake the producer, and claim the consumer so the
   /// caller runs it next (nullptr when it has nothing to do or is running).
-  stage_rt* leave();
+  /// A producer in this stage's serial chain, while the chain runs together,
+  /// is not woken but put in `later` (when `later` is given and empty):
+  /// run_chain claims and runs it once the stages it runs next are done.
+  stage_rt* leave(stage_rt** later = nullptr);
   /// Counts of a concurrent stage's activation, added to the stage's
   /// counters when it ends (one atomic add per activation, not per unit).
   struct tally {

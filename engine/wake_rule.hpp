@@ -1,7 +1,8 @@
 #pragma once
-// Internal: when making room in a full channel wakes the producer, and when
-// a push wakes a farm (docs/runtime.md, "Activation"); pure functions of
-// the stages' kinds and measured costs, used by channel.cpp.
+// Internal: when making room in a full channel wakes the producer, when a
+// push wakes a farm, and when a serial chain runs on one worker
+// (docs/runtime.md, "Activation"); pure functions of the stages' kinds and
+// measured costs, used by channel.cpp and serial_chain.cpp.
 
 #include <cstdint>
 
@@ -44,6 +45,29 @@ constexpr bool wake_producer_on_room(bool producer_serial, bool producer_cheap, 
 constexpr bool wake_farm_on_push(std::uint32_t producer_ns, std::uint32_t farm_ns, bool half_full,
                                  std::uint32_t cheap_ns) noexcept {
   return half_full || producer_ns >= cheap_ns || farm_ns > producer_ns;
+}
+
+/// What a unit costs the slowest stage of a serial chain when its stages run
+/// on different cores, its lines moving to another core at every stage:
+/// about what a 16-worker pipeline of 1-float stages pays per unit over one
+/// worker (docs/performance.md, "Runtime overhead").
+inline constexpr std::uint32_t chain_hop_ns = 400;
+
+/// Whether a serial chain runs on one worker: it then takes the sum of its
+/// stages' costs per unit, spread over cores about its slowest stage's
+/// cost plus a hop. Once together it stays so up to twice the hop, so that
+/// a cost measured during a preemption does not split it (split, each
+/// stage's cost includes the hops and would keep it split).
+///
+/// \code
+/// chain_runs_together(200, 60, false);     // true: 140 ns more than the slowest stage
+/// chain_runs_together(2000, 200, true);    // false: ten 200 ns stages gain from ten cores
+/// chain_runs_together(800, 200, true);     // true: within twice the hop once together
+/// chain_runs_together(800, 200, false);    // false
+/// \endcode
+constexpr bool chain_runs_together(std::uint64_t sum_ns, std::uint64_t slowest_ns, bool together,
+                                   std::uint32_t hop_ns = chain_hop_ns) noexcept {
+  return sum_ns - slowest_ns < (together ? 2 * std::uint64_t(hop_ns) : hop_ns);
 }
 
 }  // namespace sinew::detail

@@ -448,3 +448,61 @@ TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("a serial chain runs on one worker while its stages cost less together than the slowest one and a hop",
+          "[runtime]") {
+  using sinew::detail::chain_runs_together;
+  constexpr std::uint32_t hop = 400;
+  CHECK(chain_runs_together(200, 60, false, hop));          // 5 stages of 40 ns: 140 ns more than the slowest
+  CHECK_FALSE(chain_runs_together(2000, 200, true, hop));   // ten 200 ns stages gain from ten cores
+  CHECK_FALSE(chain_runs_together(800, 200, false, hop));   // 600 ns more: split
+  CHECK(chain_runs_together(800, 200, true, hop));          // once together, up to twice the hop
+  CHECK(chain_runs_together(5000, 4900, false, hop));       // one costly stage among cheap ones
+  CHECK(chain_runs_together(0, 0, false, hop));             // nothing measured yet
+}
+
+namespace {
+/// Busy for `ns` nanoseconds, then +1.
+struct slow_inc {
+  std::uint64_t ns;
+  void operator()(int& x) const {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < end) {
+    }
+    ++x;
+  }
+};
+
+/// Tasks the scheduler was given for a run of `n` units through three
+/// serial stages of `ns` each on two workers, queues of 8 units.
+std::uint64_t chain_tasks(std::uint64_t ns, int n) {
+  tbb_scheduler s(2);
+  graph g(pipeline(map(slow_inc{ns}), map(slow_inc{ns}), map(slow_inc{ns})), {.scheduler = &s, .capacity = 8});
+  long sum = 0;
+  auto f = g.run(generate([n](unit_builder& b) {
+                   if (b.seq() >= std::uint64_t(n)) return false;
+                   b.set_shape(shape::d1(1));
+                   b.add<int>()[0] = int(b.seq());
+                   return true;
+                 }),
+                 for_each([&](const work_unit& u) { sum += u.input<int>(0)[0]; }));
+  f.get();
+  CHECK(sum == long(n) * (n - 1) / 2 + 3L * n);
+  return f.stats().scheduler.tasks_submitted;
+}
+}  // namespace
+
+// [chain], not [runtime]: the costs it relies on grow several times under
+// the sanitizers, which would split the cheap chain.
+TEST_CASE("a chain of cheap serial stages runs on one worker and a costly one hands its stages to other workers",
+          "[chain]") {
+  // Cheap: the stage that drained its input runs its producer on the same
+  // worker once its consumer has run there; no task per refill.
+  const int n = 20000;
+  const std::uint64_t cheap = chain_tasks(0, n);
+  CHECK(cheap < std::uint64_t(n) / 8 / 10);  // a refill every 8 units made a task each before
+  // Costly (three 40 us stages): producers are woken as tasks, for parallelism.
+  const int m = 400;
+  const std::uint64_t costly = chain_tasks(40000, m);
+  CHECK(costly >= std::uint64_t(m) / 8);
+}
