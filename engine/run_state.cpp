@@ -147,10 +147,7 @@ void run_state::start() {
   std::vector<source_rt*> tasks;
   for (auto& sp : sources) {
     source_rt& s = *sp;
-    if (s.src.impl().blocking()) {
-      s.thread = std::thread([self = shared_from_this(), &s] { self->source_loop(s); });
-      continue;
-    }
+    if (s.src.impl().blocking()) continue;
     s.stage = std::make_unique<stage_rt>();
     s.stage->run = this;
     s.stage->src = &s;
@@ -162,7 +159,9 @@ void run_state::start() {
   std::vector<stage_rt*> all;
   for (source_rt* s : tasks) all.push_back(s->stage.get());
   for (auto& st : stages) all.push_back(st.get());
-  chains = serial_chain::find(all);
+  chains = serial_chain::find(all);  // before any stage can run
+  for (auto& sp : sources)
+    if (sp->src.impl().blocking()) sp->thread = std::thread([self = shared_from_this(), &s = *sp] { self->source_loop(s); });
   for (source_rt* s : tasks) {
     if (!s->stage->claim()) continue;
     if (!start_source) {
