@@ -41,8 +41,9 @@ void channel::pushed(bool head) {
   if (consumer->max_active > 1 || head) consumer->hint();
 }
 
-void channel::pushed_to_farm(bool head, std::uint32_t producer_ns) {
-  if (wake_farm_on_push(producer_ns, consumer->unit_cost_ns.load(std::memory_order_relaxed),
+void channel::pushed_to_farm(bool head) {
+  if (wake_farm_on_push(producer->unit_cost_ns.load(std::memory_order_relaxed),
+                        consumer->unit_cost_ns.load(std::memory_order_relaxed),
                         size_now() * 2 >= capacity(), stage_rt::defer_below_ns))
     pushed(head);
 }

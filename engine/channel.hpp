@@ -129,9 +129,9 @@ class channel : public scalable_new {
   /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
   /// what push returned).
   void pushed(bool head);
-  /// pushed() for a farm consumer that may need another replica now
-  /// (wake_rule.hpp); `producer_ns`: the producer's cost per unit.
-  void pushed_to_farm(bool head, std::uint32_t producer_ns);
+  /// pushed() by the producer stage for a farm consumer that may need
+  /// another replica now, from both stages' costs (wake_rule.hpp).
+  void pushed_to_farm(bool head);
 
   std::atomic<std::size_t> cap;
   const std::size_t cap_max;  // what the queue was sized for

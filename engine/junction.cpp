@@ -157,7 +157,7 @@ void junction_rt::push(std::size_t k, work_unit* u) {
   // As a stage's pass_on: a cheap junction leaves a serial consumer to its
   // leave(), which runs one of them on this worker and wakes the others.
   if (outs[k]->consumer->max_active > 1)
-    outs[k]->pushed_to_farm(head, st.unit_cost_ns.load(std::memory_order_relaxed));
+    outs[k]->pushed_to_farm(head);
   else if (!st.cheap()) outs[k]->pushed(head);
 }
 

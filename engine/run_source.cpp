@@ -192,7 +192,7 @@ stage_rt* run_state::source_activation(source_rt& s) {
     // stream and its leave() runs the consumer on this thread.
     const bool last = s.size && s.next_seq >= *s.size;
     if (c0.consumer->max_active > 1)
-      c0.pushed_to_farm(head, st.unit_cost_ns.load(std::memory_order_relaxed));
+      c0.pushed_to_farm(head);
     else if (!st.cheap() && !last) c0.pushed(head);
     if (--budget == 0) {
       st.account(t0, batch);

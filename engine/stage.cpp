@@ -337,7 +337,7 @@ void stage_rt::pass_on(work_unit* u, tally& t) {
     // once (it may start more replicas) unless one replica keeps up with a
     // cheap producer (wake_rule.hpp).
     if (out->consumer->max_active > 1)
-      out->pushed_to_farm(head, unit_cost_ns.load(std::memory_order_relaxed));
+      out->pushed_to_farm(head);
     else if (!cheap()) t.deferred = true;
     // A concurrent cheap stage may run for long (its replicas keep finding
     // input): its serial consumer is woken once the channel is half full,
