@@ -10,7 +10,6 @@
 #include <sinew/detail/ring.hpp>
 #include <sinew/engine/work_unit.hpp>
 
-#include "channel_slots.hpp"
 #include "ordered_region.hpp"
 
 namespace sinew::detail {
@@ -37,8 +36,15 @@ class reorder_channel {
   /// The region a pop lets a unit leave (set when the run is wired).
   region_rt* closes = nullptr;
 
-  bool try_reserve(std::size_t cap, std::size_t& occupied) noexcept { return slots_.try_reserve(cap, occupied); }
-  void drop_reservation() noexcept { slots_.drop(); }
+  /// Always room: the region's window is this channel's capacity and every
+  /// unit here is in the region, so the region's slot, taken when the unit
+  /// entered, is its room here (docs/runtime.md, "Order"). No count of its
+  /// own: one atomic less per unit on the producers' and the consumer's path.
+  bool try_reserve(std::size_t /*cap*/, std::size_t& occupied) noexcept {
+    occupied = size();
+    return true;
+  }
+  void drop_reservation() noexcept {}
   /// Returns whether the unit is the one whose turn it is (an idle serial
   /// consumer may be waiting for it).
   bool push(work_unit* u, bool /*concurrent_consumer*/) {
@@ -77,7 +83,8 @@ class reorder_channel {
       ok = pop_overflow(u, ticket, any_order, !any_order) ||
            (any_order && (pop_any_cell(u, ticket, false) || pop_overflow(u, ticket, true, true) ||
                           pop_any_cell(u, ticket, true)));
-    if (ok) before = slots_.release();
+    // A producer waits for room only in the region, whose leave() wakes it.
+    if (ok) before = 0;
     return ok;
   }
   /// A popped unit left the ordered region.
@@ -91,10 +98,10 @@ class reorder_channel {
     const std::uint64_t n = next_.load(std::memory_order_seq_cst);
     return cells_[n & mask_].seq.load(std::memory_order_seq_cst) == n + 1 || overflow_has_next();
   }
-  bool has_space(std::size_t cap) const noexcept { return slots_.has_space(cap); }
-  /// Units queued and reserved: an upper bound, so that no counter is shared
-  /// by every push and pop.
-  std::size_t size() const noexcept { return slots_.size(); }
+  bool has_space(std::size_t /*cap*/) const noexcept { return true; }
+  /// Units queued, reserved or still in the region before it: an upper
+  /// bound, so that no counter of its own is shared by every push and pop.
+  std::size_t size() const noexcept { return closes->occupied.load(std::memory_order_relaxed); }
 
  private:
   struct cell {
@@ -111,7 +118,6 @@ class reorder_channel {
   const int depth_;
   std::uint64_t mask_;
   std::unique_ptr<cell[]> cells_;
-  channel_slots slots_;
   alignas(cache_line) std::atomic<std::uint64_t> next_{0};  // ticket whose turn it is
   mutable std::mutex om_;                                   // guards overflow_
   std::map<std::uint64_t, work_unit*> overflow_;

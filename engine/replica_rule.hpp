@@ -33,4 +33,29 @@ constexpr bool enough_replicas(std::size_t queued, std::uint32_t cost_ns, unsign
   return std::uint64_t(queued) * cost_ns <= std::uint64_t(running) * replica_start_ns;
 }
 
+/// Units below this cost are fine-grained: a replica more than the producer
+/// feeds costs them more in hand-offs than it gains. Costlier units keep a
+/// replica per queued unit, so that a burst is taken at once.
+inline constexpr std::uint32_t fine_grain_ns = 25 * replica_start_ns;
+
+/// With `running` activations of a concurrent stage whose fine-grained units
+/// take `cost_ns` each, fed by one serial stage that makes a unit every
+/// `producer_ns` (UINT32_MAX: not known yet): true when they take units at
+/// least as fast as it makes them, with one to spare (running >= cost /
+/// producer + 1). More would only wait for input, each of their starts and
+/// ends a task, and each unit's lines would meet more cores: behind a source
+/// that feeds three, a 16-replica farm is slower than a 3-replica one.
+///
+/// \code
+/// replicas_keep_up(1500, 750, 3);          // true: 2 replicas keep up, one spare
+/// replicas_keep_up(1500, 750, 2);          // false
+/// replicas_keep_up(6000, 750, 9);          // true: 5 us units behind a 750 ns source
+/// replicas_keep_up(1500, UINT32_MAX, 15);  // false: the producer's rate is not known
+/// replicas_keep_up(80000, 40000, 15);      // false: costly units, a replica per queued one
+/// \endcode
+constexpr bool replicas_keep_up(std::uint32_t cost_ns, std::uint32_t producer_ns, unsigned running) noexcept {
+  if (cost_ns >= fine_grain_ns || producer_ns == UINT32_MAX || producer_ns == 0) return false;
+  return std::uint64_t(running) * producer_ns >= std::uint64_t(cost_ns) + producer_ns;
+}
+
 }  // namespace sinew::detail

@@ -42,7 +42,15 @@ void stage_rt::hint() {
 }
 
 bool stage_rt::enough_running(unsigned a) const noexcept {
-  return max_active > 1 && in && enough_replicas(in->size_now(), unit_cost_ns.load(std::memory_order_relaxed), a);
+  if (max_active == 1 || !in) return false;
+  const std::size_t queued = in->size_now();
+  const std::uint32_t cost = unit_cost_ns.load(std::memory_order_relaxed);
+  if (enough_replicas(queued, cost, a)) return true;
+  // Behind one serial producer, as many as keep up with it, while its queue
+  // is less than half full (fuller, they do not keep up after all).
+  const stage_rt* p = in->producer;
+  return p && p->max_active == 1 && !p->junction && queued * 2 < in->capacity() &&
+         replicas_keep_up(cost, p->unit_cost_ns.load(std::memory_order_relaxed), a);
 }
 
 stage_rt* stage_rt::leave(stage_rt** later) {

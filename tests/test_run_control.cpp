@@ -16,6 +16,8 @@
 
 #include "../engine/replica_rule.hpp"  // the farm replica rule, a pure function
 #include "../engine/wake_rule.hpp"     // when making room wakes a producer, a pure function
+#include "../engine/channel.hpp"       // a farm's stage and its input, to apply the replica rule
+#include "../engine/stage.hpp"
 
 using namespace sinew;
 using namespace sinew_test;
@@ -273,6 +275,50 @@ TEST_CASE("a farm starts another replica only when its queued units would wait l
   // Costly units: any queued unit starts a replica.
   CHECK_FALSE(enough_replicas(1, 50000, 16));
   CHECK_FALSE(enough_replicas(1, 1000000000, 64));
+}
+
+TEST_CASE("a farm of fine-grained units runs as many replicas as keep up with its serial producer", "[runtime]") {
+  using sinew::detail::replicas_keep_up;
+  // One spare beyond cost / producer: 1.5 us units behind a 750 ns source.
+  CHECK(replicas_keep_up(1500, 750, 3));
+  CHECK_FALSE(replicas_keep_up(1500, 750, 2));
+  CHECK(replicas_keep_up(6000, 750, 9));
+  CHECK_FALSE(replicas_keep_up(6000, 750, 8));
+  CHECK(replicas_keep_up(100, 5000, 2));  // a slow producer: two replicas
+  // Unknown costs, or costly units (a burst is then taken at once): no limit.
+  CHECK_FALSE(replicas_keep_up(1500, UINT32_MAX, 15));
+  CHECK_FALSE(replicas_keep_up(UINT32_MAX, 750, 15));
+  CHECK_FALSE(replicas_keep_up(sinew::detail::fine_grain_ns, 1000000, 15));
+
+  // The rule as a farm's stage applies it: 15 units of 20 us queued behind
+  // a serial producer of one unit every 100 us (a burst). By queue length
+  // alone every running replica would want another; two keep up.
+  using sinew::detail::channel;
+  using sinew::detail::stage_rt;
+  stage_rt producer, farm;
+  producer.max_active = 1;
+  farm.max_active = 8;
+  channel c(channel::kind::mpmc, 64, -1);
+  c.connect(&producer, &farm);
+  farm.in = &c;
+  std::vector<work_unit> units(15);
+  for (work_unit& u : units) {
+    REQUIRE(c.try_reserve());
+    c.push(&u);
+  }
+  farm.unit_cost_ns = 20000;
+  CHECK_FALSE(farm.enough_running(1));  // the producer's rate not known yet: by queue length
+  producer.unit_cost_ns = 100000;
+  CHECK_FALSE(farm.enough_running(1));
+  CHECK(farm.enough_running(2));
+  farm.unit_cost_ns = 60000;  // costly units: a replica per queued unit, the burst taken at once
+  CHECK_FALSE(farm.enough_running(7));
+  farm.unit_cost_ns = 20000;
+  for (int i = 0; i < 20; ++i) {  // half full: the replicas do not keep up after all
+    REQUIRE(c.try_reserve());
+    c.push(&units[0]);
+  }
+  CHECK_FALSE(farm.enough_running(2));
 }
 
 TEST_CASE("a farm behind a cheap stage runs its replicas at once", "[runtime]") {
