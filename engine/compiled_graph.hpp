@@ -80,6 +80,10 @@ struct compiled_graph {
   /// Where the graph treats a unit as a whole (empty: its sources may make
   /// record batches; node_impl::whole_unit_leaf, dag::whole_unit_at).
   std::string whole_unit_at;
+  /// A tree's result layer (empty when the tree works in place): the source
+  /// adds it when the sink may supply the caller's memory, else the first
+  /// stage does (run_state::run_state).
+  layer_plan result;
   /// The unit pool of the last finished run, for the next (run_state).
   mutable unit_pool_cache unit_pools;
 

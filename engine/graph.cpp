@@ -33,6 +33,7 @@ graph::graph(node root, graph_options o) {
   g->copies_shared.assign(g->stages.size(), false);
   g->find_regions(0, g->stages.size());
   g->whole_unit_at = root.impl()->whole_unit_leaf(path);
+  if (!root.impl()->in_place()) g->result.add(root.impl(), true, root.impl()->output_types());
   g_ = std::move(g);
 }
 

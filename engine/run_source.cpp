@@ -49,11 +49,12 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
       u->set_seq(seq);
       u->set_origin(s.index);
       u->set_grain(b.grain());
-      // A tree's output layer comes with the unit (the sink may supply the
-      // caller's memory); in a dag each tree's first stage adds its own.
-      const node_impl* root = g->root ? g->root.impl().get() : nullptr;
-      if (root && !root->in_place()) {
-        sink_impl& snk = sinks[0].impl();
+      // A tree's result layer comes with the unit when the sink may supply
+      // the caller's memory; otherwise (and in a dag) the tree's first stage
+      // adds it, off the source's serial path.
+      if (result_provider) {
+        const node_impl* root = g->root.impl().get();
+        sink_impl& snk = *result_provider;
         shape os = root->output_shape(in.shape());
         layer out(os);
         bool provided = false;
@@ -94,7 +95,7 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
         bump(s.records, b.records().records(), false);
       }
       if (more && seq == 0 && growable && !grown.exchange(true, std::memory_order_relaxed))
-        grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : 0));
+        grow_capacities(in.bytes() + (u->depth() ? u->in().bytes() : result_bytes(in.shape())));
       u->push_layer(std::move(in));
       u->set_records(b.records());
       if (b.note()) u->set_note(std::move(b.note()));
@@ -111,6 +112,14 @@ work_unit* run_state::make_unit(source_rt& s, std::uint64_t seq) {
   // Timed from here (accepted) to the sink; sampled: two clock reads.
   if (time_latency && (seq & latency_mask) == 0) u->set_accepted_ns(now_ns());
   return u;
+}
+
+std::size_t run_state::result_bytes(const shape& in) const {
+  if (!g->root || g->result.empty()) return 0;
+  const std::size_t n = g->root.impl()->output_shape(in).count();
+  std::size_t b = 0;
+  for (const elem_type* e : g->sinks[0].types.types) b += n * e->size;
+  return b;
 }
 
 void run_state::grow_capacities(std::size_t bytes) {

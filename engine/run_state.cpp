@@ -73,6 +73,10 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<so
     stage_rt* st = add_stage(channels[js.ins[0]].get(), channels[js.outs[0]].get(), 1);
     junctions.push_back(std::make_unique<junction_rt>(*st, js));
   }
+  if (g->root && !g->result.empty()) {  // who makes a tree's result layer
+    if (sinks[0].impl().provides()) result_provider = &sinks[0].impl();
+    else stages[0]->result = &g->result;
+  }
   first_sink = stages.size();
   for (std::size_t i = 0; i < g->sinks.size(); ++i) add_stage(channels[g->sinks[i].channel].get(), nullptr, 1)->snk = &sinks[i].impl();
   sinks_open.store(sinks.size(), std::memory_order_relaxed);

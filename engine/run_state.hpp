@@ -75,6 +75,12 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// Raises the capacity of the channels of default capacity (and the
   /// windows of their regions) for units of `bytes` (the first unit's).
   void grow_capacities(std::size_t bytes);
+  /// Bytes of a tree's result layer for a unit of shape `in` (0: in place or
+  /// a dag), for the first unit's size when its first stage makes the layer.
+  std::size_t result_bytes(const shape& in) const;
+  /// A tree's sink that may supply its result layer (the source then adds
+  /// it to each unit); null when the tree's first stage makes it.
+  sink_impl* result_provider = nullptr;
   bool growable = false;  // some channel has cap_max > cap
   /// Some source may wait for data (a pipe, a socket): sinks then write what
   /// they buffer whenever they run dry (sink_impl::idle).

@@ -288,6 +288,7 @@ void stage_rt::process(work_unit* u, std::uint64_t ticket, tally& t) {
     try {
       const std::uint64_t b = u->in().bytes();
       if (copy_shared) [[unlikely]] own_buffers(u->in());
+      if (result) result->insert(*u);  // below the layers the stage's pipelines add
       for (const layer_plan& p : spec->entry_layers) p.insert(*u);
       exec_args a{&u->in(), spec->in_place ? &u->in() : &u->out(), u->grain(), u->seq(), sched.get(), &u->records()};
       if (place && !spec->in_place)

@@ -52,6 +52,9 @@ struct stage_rt : scalable_new {
   /// A tree's first stage that works in place on units a broadcast shares:
   /// it copies the shared buffers of layer 0 first.
   bool copy_shared = false;
+  /// A tree's first stage whose sink supplies no memory: it adds the tree's
+  /// result layer to each unit (compiled_graph::result).
+  const layer_plan* result = nullptr;
   std::unique_ptr<stage_scheduler> sched;  // what leaves see as their scheduler
   std::unique_ptr<stage_placement> place;  // null: outputs not placed
   // Read by the neighbouring stages on every push and pop: its own line.

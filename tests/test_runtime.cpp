@@ -220,6 +220,41 @@ TEST_CASE("ordered farm of a pipeline with uneven work and small queues", "[runt
   }
 }
 
+TEST_CASE("a tree's first stage makes its result layer when the sink supplies no memory", "[runtime][tsan]") {
+  // into() supplies the caller's memory (the source adds the result layer);
+  // for_each does not, and the tree's first stage (a farm's replicas) adds
+  // it below the layers its pipelines insert. Both give the same results.
+  const node trees[] = {
+      pipeline(map<square_in_place>(), map<inc>(), map<square_in_place>(), map<twice>()),
+      pipeline(farm(map<inc>(), 3), farm(pipeline(map<twice>(), map<inc>()), 2), map<inc>()),
+      farm(pipeline(map<inc>(), farm(map<twice>(), 2, farm_order::unordered)), 2),
+      farm(map<square_in_place>(), 2),
+      // The result (one int) is smaller than the intermediate layer (three).
+      farm(pipeline(map<inc>(), reduce<int>(std::plus<int>{})), 2),
+      pipeline(map<twice>(), farm(pipeline(map<inc>(), reduce<int>(std::plus<int>{})), 3)),
+  };
+  for (const node& t : trees) {
+    auto in = make_items(2000, 3);
+    const auto original = in;
+    std::vector<std::vector<int>> want;
+    graph g(t);
+    g.run(in, want).get();
+    in = original;
+    std::vector<std::vector<int>> got(in.size());
+    std::atomic<std::size_t> layers_seen{0};
+    auto f = g.run(from(in), for_each([&](const work_unit& u) {
+                     if (u.depth() != 1) ++layers_seen;
+                     auto v = u.input<int>(0);
+                     got[u.seq()].assign(v.begin(), v.end());
+                   }));
+    f.get();
+    INFO(g.describe());
+    CHECK(layers_seen.load() == 0);
+    CHECK(got == want);
+    CHECK(f.stats().units_alive == 0);
+  }
+}
+
 TEST_CASE("into() writes the results into the items already in the vector", "[runtime]") {
   // A second run into the same vector allocates nothing: each item of the
   // right size keeps its memory and receives the result in place.

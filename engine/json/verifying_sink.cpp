@@ -44,6 +44,7 @@ class verifying_sink_impl final : public detail::sink_impl {
   bool writes_records() const override { return inner_.impl().writes_records(); }
   void idle() override { inner_.impl().idle(); }
   bool provide(std::uint64_t seq, const shape& s, layer& out) override { return inner_.impl().provide(seq, s, out); }
+  bool provides() const override { return inner_.impl().provides(); }
 
   void consume(work_unit& u) override {
     {

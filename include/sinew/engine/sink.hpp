@@ -67,6 +67,10 @@ class sink_impl {
   /// As source_impl::report: what the sink knows of its stream (reconnects,
   /// messages the transport dropped), or empty. Called from any thread.
   virtual std::string report() const { return {}; }
+  /// True if `provide` (above) may supply a layer. Otherwise the tree's
+  /// first stage makes its result layer (in every replica of a farm, not on
+  /// the source).
+  virtual bool provides() const { return false; }
 };
 
 void copy_layer_into(const layer& from, unsigned buffers, void* const* dst, const char* who);
@@ -95,6 +99,7 @@ class container_sink final : public sink_impl {
     if (sized_) out_.resize(*units);
     else out_.clear();
   }
+  bool provides() const override { return true; }
   bool provide(std::uint64_t seq, const shape& s, layer& l) override {
     std::unique_lock<std::mutex> lk(m_, std::defer_lock);
     if (!sized_) {
@@ -132,6 +137,7 @@ template <class... C>
 class arrays_sink final : public sink_impl {
  public:
   explicit arrays_sink(C&... c) : t_(c...) {}
+  bool provides() const override { return true; }
   bool provide(std::uint64_t seq, const shape& s, layer& l) override {
     if (seq != 0) return false;
     std::apply([&](auto&... x) { (item_traits<std::decay_t<decltype(x)>>::resize(x, s), ...); }, t_);
