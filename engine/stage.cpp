@@ -46,8 +46,9 @@ bool stage_rt::enough_running(unsigned a) const noexcept {
   const std::size_t queued = in->size_now();
   const std::uint32_t cost = unit_cost_ns.load(std::memory_order_relaxed);
   if (enough_replicas(queued, cost, a)) return true;
-  // Behind one serial producer, as many as keep up with it, while its queue
-  // is less than half full (fuller, they do not keep up after all).
+  // Behind one serial stage or source (not a junction, whose units spread
+  // over its outputs), as many as keep up with it, while its queue is less
+  // than half full (fuller, they do not keep up after all).
   const stage_rt* p = in->producer;
   return p && p->max_active == 1 && !p->junction && queued * 2 < in->capacity() &&
          replicas_keep_up(cost, p->unit_cost_ns.load(std::memory_order_relaxed), a);
