@@ -119,7 +119,7 @@ case "$mode" in
     one mir_suite 150 ./sinew-bench mir_suite  # 53 s quiet (60 rounds for Map and Reduction since a8b7991), 73 s on a busy host
     one numa_sim 40 ./sinew-bench numa_sim
     one group_leaves 60 ./sinew-bench group_leaves ;;
-  e2e)  # issue 7: every 16-core number of docs/performance.md but farm_grain and pipeline_overhead (mode pipeline), < 8 min.
+  e2e)  # issue 7: the e2e-* files (farm_grain at full size comes from mode pipeline), < 8 min.
     machine
     # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
     # peak_flops before nbody: its notes compare with the measured peak.
