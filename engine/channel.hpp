@@ -80,6 +80,12 @@ class channel : public scalable_new {
   bool push(work_unit* u) {
     return visit(q_, [&](auto& q) { return q.push(u, consumer_concurrent_); });
   }
+  /// Fills a reserved slot, for a producer that does not need push()'s
+  /// answer: it reads the consumer's side of the queue, a line the consumer
+  /// writes at every pop.
+  void put(work_unit* u) {
+    visit(q_, [&](auto& q) { q.put(u); });
+  }
 
   // Consumer side. Takes a unit; `ticket` = its position in this channel's
   // output order; `any_order`: the run drops units (reorder: any will do).
@@ -103,7 +109,7 @@ class channel : public scalable_new {
     seq_cst_fence();
     return visit(q_, [&](const auto& q) { return q.has_data(dropping); });
   }
-  /// Units queued (reorder: queued and reserved, an upper bound).
+  /// Units queued (mpmc and reorder: queued and reserved, an upper bound).
   std::size_t size_now() const noexcept {
     return visit(q_, [](const auto& q) { return q.size(); });
   }
@@ -129,9 +135,9 @@ class channel : public scalable_new {
   /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
   /// what push returned).
   void pushed(bool head);
-  /// pushed() by the producer stage for a farm consumer that may need
+  /// After put(), by the producer stage of a farm consumer that may need
   /// another replica now, from both stages' costs (wake_rule.hpp).
-  void pushed_to_farm(bool head);
+  void pushed_to_farm();
 
   std::atomic<std::size_t> cap;
   const std::size_t cap_max;  // what the queue was sized for

@@ -153,12 +153,17 @@ stage_rt* junction_rt::leave() {
 
 void junction_rt::push(std::size_t k, work_unit* u) {
   if (!u->end_of_stream()) ++sent[k];
-  const bool head = outs[k]->push(u);
   // As a stage's pass_on: a cheap junction leaves a serial consumer to its
   // leave(), which runs one of them on this worker and wakes the others.
-  if (outs[k]->consumer->max_active > 1)
-    outs[k]->pushed_to_farm(head);
-  else if (!st.cheap()) outs[k]->pushed(head);
+  channel& c = *outs[k];
+  if (c.consumer->max_active > 1) {
+    c.put(u);
+    c.pushed_to_farm();
+  } else if (!st.cheap()) {
+    c.pushed(c.push(u));
+  } else {
+    c.put(u);
+  }
 }
 
 void junction_rt::hold(std::size_t k, work_unit* u) {

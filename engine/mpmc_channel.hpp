@@ -36,8 +36,12 @@ class mpmc_channel {
     // while others move on, so the cell at the tail can be momentarily
     // taken. The ring is twice the capacity, which makes this rare; when it
     // happens the claimant is about to finish, so wait for it.
-    while (!ring_.try_push(u)) std::this_thread::yield();
+    put(u);
     return concurrent_consumer || ring_.size_approx() <= 1;
+  }
+  /// push() without the answer (which reads both ends of the ring).
+  void put(work_unit* u) {
+    while (!ring_.try_push(u)) std::this_thread::yield();
   }
   /// `ticket`: the unit's position in push order; `before`: units queued and
   /// reserved before the pop.
@@ -48,7 +52,9 @@ class mpmc_channel {
   }
   bool has_data(bool /*dropping*/) const noexcept { return !ring_.empty_approx(); }
   bool has_space(std::size_t cap) const noexcept { return slots_.has_space(cap); }
-  std::size_t size() const noexcept { return ring_.size_approx(); }
+  /// Queued and reserved: the slot count a producer has just updated,
+  /// rather than the ring's ends, one of which every pop writes.
+  std::size_t size() const noexcept { return slots_.size(); }
 
  private:
   mpmc_ring<work_unit*> ring_;

@@ -48,6 +48,13 @@ class reorder_channel {
   /// Returns whether the unit is the one whose turn it is (an idle serial
   /// consumer may be waiting for it).
   bool push(work_unit* u, bool /*concurrent_consumer*/) {
+    const std::uint64_t t = u->ticket(unsigned(depth_));  // before the consumer may take u
+    put(u);
+    return next_.load(std::memory_order_seq_cst) == t;
+  }
+  /// push() without the answer: the turn `next_` is the consumer's line,
+  /// which every push would otherwise read.
+  void put(work_unit* u) {
     const std::uint64_t t = u->ticket(unsigned(depth_));
     cell& c = cells_[t & mask_];
     if (c.seq.load(std::memory_order_acquire) == t) {
@@ -56,7 +63,6 @@ class reorder_channel {
     } else {
       push_overflow(t, u);
     }
-    return next_.load(std::memory_order_seq_cst) == t;
   }
   /// In ticket order; `any_order` (the run drops units): any unit will do.
   /// `ticket`: the unit's position in this channel's output order;
@@ -74,6 +80,14 @@ class reorder_channel {
         c.seq.store(n + mask_ + 1, std::memory_order_release);  // free for ticket n + size
         ticket = n;  // units leave in ticket order: the n-th one out
         ok = true;
+        // The next unit, when it is there, written on another core: its
+        // lines are on their way while this one is processed.
+        const cell& nx = cells_[(n + 1) & mask_];
+        if (nx.seq.load(std::memory_order_relaxed) == n + 2) {
+          const char* p = reinterpret_cast<const char*>(nx.u.load(std::memory_order_relaxed));
+          __builtin_prefetch(p);
+          __builtin_prefetch(p + cache_line);
+        }
         break;
       }
     }
@@ -104,7 +118,8 @@ class reorder_channel {
   std::size_t size() const noexcept { return closes->occupied.load(std::memory_order_relaxed); }
 
  private:
-  struct cell {
+  // A line each: consecutive tickets are pushed by different replicas.
+  struct alignas(cache_line) cell {
     std::atomic<std::uint64_t> seq;
     std::atomic<work_unit*> u{nullptr};
   };

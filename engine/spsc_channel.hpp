@@ -32,8 +32,12 @@ class spsc_channel {
   /// Returns whether the ring was empty (the consumer may be idle waiting);
   /// its one consumer is serial.
   bool push(work_unit* u, bool /*concurrent_consumer*/) noexcept {
-    ring_.try_push(u);  // single producer and consumer: the reservation guarantees room
+    put(u);
     return ring_.size_approx() <= 1;
+  }
+  /// push() without the answer (which reads the consumer's index).
+  void put(work_unit* u) noexcept {
+    ring_.try_push(u);  // single producer and consumer: the reservation guarantees room
   }
   /// `ticket`: the unit's position in push order; `before`: units queued
   /// before the pop (the producer may wait for room if that was the capacity).

@@ -336,7 +336,7 @@ void stage_rt::pass_on(work_unit* u, tally& t) {
     out->unreserve();
     for (region_rt* r : inside) r->leave();
   } else {
-    const bool head = out->push(u);
+    out->put(u);  // its consumer is woken below or when this activation ends
     // A cheap stage leaves its serial consumer to the end of this activation
     // (which then runs it on this worker, on units still in this core's
     // cache): waking it now would hand each unit to another core for less
@@ -347,7 +347,7 @@ void stage_rt::pass_on(work_unit* u, tally& t) {
     // once (it may start more replicas) unless one replica keeps up with a
     // cheap producer (wake_rule.hpp).
     if (out->consumer->max_active > 1)
-      out->pushed_to_farm(head);
+      out->pushed_to_farm();
     else if (!cheap()) t.deferred = true;
     // A concurrent cheap stage may run for long (its replicas keep finding
     // input): its serial consumer is woken once the channel is half full,

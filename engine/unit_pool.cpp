@@ -32,7 +32,8 @@ bool unit_pool::recycle() noexcept {
     p->clear();
     if (work_unit* w = p.get(); !free_.try_push(w)) spare_.push_back(w);
   }
-  alive_.store(0, std::memory_order_relaxed);
+  acquired_.store(0, std::memory_order_relaxed);
+  released_.store(0, std::memory_order_relaxed);
   alive_max_.store(0, std::memory_order_relaxed);
   return true;
 }

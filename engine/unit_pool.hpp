@@ -29,20 +29,33 @@ class unit_pool {
   work_unit* acquire() {
     work_unit* u = nullptr;
     if (!free_.try_pop(u)) u = acquire_slow();
-    raise_max(alive_max_, alive_.fetch_add(1, std::memory_order_relaxed) + 1);
+    acquired_.fetch_add(1, std::memory_order_relaxed);
     return u;
   }
   void release(work_unit* u) {
     u->clear();
-    alive_.fetch_sub(1, std::memory_order_relaxed);
+    // Acquirers and releasers (a source and a sink, on different cores)
+    // count on lines of their own. The high-water mark is taken at every
+    // sample_every-th release, just before it, where alive peaks: acq_rel
+    // makes every unit released before this one, and its acquisition,
+    // visible here, so the difference counts only units alive now (it may
+    // miss a peak between samples, never exceed one).
+    const std::size_t r = released_.fetch_add(1, std::memory_order_acq_rel);
+    if (r % sample_every == 0) raise_max(alive_max_, acquired_.load(std::memory_order_relaxed) - r);
     if (!free_.try_push(u)) release_slow(u);
   }
   /// After a run, with no other thread using the pool: every unit it made
   /// cleared and free again, the counts zero, as a new pool of the same
   /// bound. False when that needs memory it cannot get.
   bool recycle() noexcept;
-  std::size_t alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
+  /// Exact once the run has ended; while it runs, an estimate.
+  std::size_t alive() const noexcept {
+    const std::size_t r = released_.load(std::memory_order_acquire), a = acquired_.load(std::memory_order_relaxed);
+    return a > r ? a - r : 0;
+  }
+  /// The most units alive at once, as sampled (see release()).
   std::size_t alive_max() const noexcept { return alive_max_.load(std::memory_order_relaxed); }
+  static constexpr std::size_t sample_every = 16;
 
  private:
   work_unit* acquire_slow();
@@ -52,7 +65,8 @@ class unit_pool {
   std::mutex m_;                // guards the two below (slow path)
   std::vector<work_unit*> spare_;
   std::vector<std::unique_ptr<work_unit>> all_;
-  alignas(cache_line) std::atomic<std::size_t> alive_{0};
+  alignas(cache_line) std::atomic<std::size_t> acquired_{0};
+  alignas(cache_line) std::atomic<std::size_t> released_{0};
   std::atomic<std::size_t> alive_max_{0};
 };
 
