@@ -80,14 +80,6 @@ class reorder_channel {
         c.seq.store(n + mask_ + 1, std::memory_order_release);  // free for ticket n + size
         ticket = n;  // units leave in ticket order: the n-th one out
         ok = true;
-        // The next unit, when it is there, written on another core: its
-        // lines are on their way while this one is processed.
-        const cell& nx = cells_[(n + 1) & mask_];
-        if (nx.seq.load(std::memory_order_relaxed) == n + 2) {
-          const char* p = reinterpret_cast<const char*>(nx.u.load(std::memory_order_relaxed));
-          __builtin_prefetch(p);
-          __builtin_prefetch(p + cache_line);
-        }
         break;
       }
     }
