@@ -42,8 +42,8 @@ void channel::pushed(bool head) {
 }
 
 void channel::pushed_to_farm() {
-  // The queue's length (the consumers' lines) is read only when the costs
-  // alone leave the farm to the producer's leave().
+  // The queue's length is read only when the costs alone would leave the
+  // farm to the producer's leave().
   if (wake_farm_on_push(producer->unit_cost_ns.load(std::memory_order_relaxed),
                         consumer->unit_cost_ns.load(std::memory_order_relaxed), false, stage_rt::defer_below_ns) ||
       size_now() * 2 >= capacity())

@@ -29,28 +29,26 @@ class unit_pool {
   work_unit* acquire() {
     work_unit* u = nullptr;
     if (!free_.try_pop(u)) u = acquire_slow();
-    acquired_.fetch_add(1, std::memory_order_relaxed);
+    acquired_.fetch_add(1, std::memory_order_seq_cst);  // a locked add on x86 whatever the order
     return u;
   }
   void release(work_unit* u) {
     u->clear();
     // Acquirers and releasers (a source and a sink, on different cores)
-    // count on lines of their own. The high-water mark is taken at every
-    // sample_every-th release, just before it, where alive peaks: acq_rel
-    // makes every unit released before this one, and its acquisition,
-    // visible here, so the difference counts only units alive now (it may
-    // miss a peak between samples, never exceed one).
-    const std::size_t r = released_.fetch_add(1, std::memory_order_acq_rel);
-    if (r % sample_every == 0) raise_max(alive_max_, acquired_.load(std::memory_order_relaxed) - r);
+    // count on lines of their own; the high-water mark is sampled at every
+    // sample_every-th release (it may miss a peak between samples).
+    if (released_.fetch_add(1, std::memory_order_seq_cst) % sample_every == 0) raise_max(alive_max_, alive());
     if (!free_.try_push(u)) release_slow(u);
   }
   /// After a run, with no other thread using the pool: every unit it made
   /// cleared and free again, the counts zero, as a new pool of the same
   /// bound. False when that needs memory it cannot get.
   bool recycle() noexcept;
-  /// Exact once the run has ended; while it runs, an estimate.
+  /// Exact once the run has ended. While it runs, never more than were
+  /// alive when `released_` was read: `acquired_` is read first, and all
+  /// four operations are sequentially consistent (plain loads on x86).
   std::size_t alive() const noexcept {
-    const std::size_t r = released_.load(std::memory_order_acquire), a = acquired_.load(std::memory_order_relaxed);
+    const std::size_t a = acquired_.load(std::memory_order_seq_cst), r = released_.load(std::memory_order_seq_cst);
     return a > r ? a - r : 0;
   }
   /// The most units alive at once, as sampled (see release()).
