@@ -170,8 +170,11 @@ void run_state::start() {
     if (!s->stage->claim()) continue;
     if (!start_source) {
       start_source = s;
+      start_keep = shared_from_this();  // released by whoever runs the start
       start_pending.store(true, std::memory_order_release);
-      sched->submit([self = shared_from_this()] { self->run_start(); });
+      sched->submit([w = weak_from_this()] {
+        if (auto self = w.lock()) self->run_start();
+      });
     } else {
       s->stage->spawn();
     }
@@ -179,8 +182,12 @@ void run_state::start() {
 }
 
 void run_state::run_start() {
-  if (start_pending.load(std::memory_order_acquire) && start_pending.exchange(false, std::memory_order_acq_rel))
+  if (start_pending.load(std::memory_order_acquire) && start_pending.exchange(false, std::memory_order_acq_rel)) {
+    // The caller (in wait()) or the task (through its lock()) holds the run
+    // meanwhile; the stages' tasks hold it from here on.
+    const std::shared_ptr<run_state> keep = std::move(start_keep);
     stage_rt::run_chain(start_source->stage.get());
+  }
 }
 
 void run_state::fail(const std::string& path, std::exception_ptr e) {

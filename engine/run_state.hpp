@@ -95,6 +95,10 @@ struct run_state : std::enable_shared_from_this<run_state> {
   /// the caller's thread).
   std::atomic<bool> start_pending{false};
   source_rt* start_source = nullptr;
+  /// The run itself until its start has run: the queued start task holds
+  /// only a weak reference, so that a start the caller ran inline leaves
+  /// no task keeping a finished run (and its unit pool) alive.
+  std::shared_ptr<run_state> start_keep;
   void run_start();
   /// A caller of get()/wait() may run the stages: not when a stage places
   /// its buffers (`standard` placement records the node of the worker that

@@ -218,6 +218,40 @@ TEST_CASE("a graph can be run again, and twice at once", "[runtime][tsan]") {
   CHECK(oc == oa);
 }
 
+TEST_CASE("a run whose future is dropped before it starts runs to its end", "[runtime][tsan]") {
+  // The one worker is busy, so the run's first task waits in the queue
+  // while its future goes away: the run must still produce every unit.
+  // (Declared before the scheduler, whose destructor waits for the run's
+  // last tasks.)
+  auto items = make_items(300, 4);
+  std::atomic<std::size_t> seen{0};
+  auto sched = make_scheduler(GENERATE(as<std::string>{}, "tbb", "steal"), {.threads = 1, .pin = false});
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false, blocking = false;
+  sched->submit([&] {
+    std::unique_lock<std::mutex> lk(m);
+    blocking = true;
+    cv.notify_all();
+    cv.wait(lk, [&] { return release; });
+  });
+  {
+    std::unique_lock<std::mutex> lk(m);
+    cv.wait(lk, [&] { return blocking; });
+  }
+  graph g(pipeline(map<inc>(), map<twice>()), {.scheduler = sched.get()});
+  g.run(from(items), for_each([&](const work_unit&) { seen.fetch_add(1); }));  // the future is dropped here
+  {
+    std::lock_guard<std::mutex> lk(m);
+    release = true;
+  }
+  cv.notify_all();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (seen.load() < items.size() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(seen.load() == items.size());
+}
+
 TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]") {
   std::mutex m;
   std::condition_variable cv;
