@@ -81,8 +81,8 @@ class channel : public scalable_new {
     return visit(q_, [&](auto& q) { return q.push(u, consumer_concurrent_); });
   }
   /// Fills a reserved slot, for a producer that does not need push()'s
-  /// answer: it reads the consumer's side of the queue, a line the consumer
-  /// writes at every pop.
+  /// answer: computing it reads the consumer's side of the queue, a line
+  /// the consumer writes at every pop.
   void put(work_unit* u) {
     visit(q_, [&](auto& q) { q.put(u); });
   }

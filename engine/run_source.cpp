@@ -142,7 +142,7 @@ void run_state::push_eos(source_rt& s, std::uint64_t seq, bool wake) {
   e->set_end_of_stream(true);
   e->set_seq(seq);
   e->set_origin(s.index);
-  s.out->push(e);
+  s.out->put(e);
   if (wake) s.out->consumer->notify();
 }
 
@@ -162,7 +162,7 @@ void run_state::source_loop(source_rt& s) {
       break;
     }
     ++seq;
-    c0.push(u);
+    c0.put(u);  // the consumer is notified below whatever push() would answer
     c0.consumer->notify();
   }
   // End of stream is always delivered: stages drain (or drop) what is ahead.

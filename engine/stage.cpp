@@ -237,7 +237,7 @@ void stage_rt::forward_eos(work_unit* e, bool wake) {
     run->sink_finished();
     return;
   }
-  out->push(e);  // its slot was reserved when it was taken
+  out->put(e);  // its slot was reserved when it was taken
   if (wake) out->consumer->notify();
 }
 
