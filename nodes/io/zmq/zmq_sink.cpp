@@ -1,18 +1,16 @@
 // ZeroMQ sinks: PUSH and PUB sockets, a message a record (io/zmq.hpp).
 #include <atomic>
+#include <cstring>
 #include <optional>
 #include <vector>
 
 #include "../message_batch.hpp"
 #include "../stream.hpp"
 #include "zmq_socket.hpp"
+#include "zmq_spares.hpp"
 
 namespace sinew::io {
 namespace {
-
-// libzmq stores a message of up to 33 bytes inside the message itself
-// (msg_t's max_vsm_size): copying such a frame allocates nothing.
-constexpr std::size_t copied_up_to = 33;
 
 // A unit's buffers, kept until ZeroMQ has sent every message pointing into
 // them. `left` starts high so that the I/O thread's releases cannot reach
@@ -57,6 +55,8 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
     order_.finish([&](std::uint64_t, const layer& l, const record_index& r) { send(l, r); });
     s_->close(int(o_.linger.count()));
     s_.reset();
+    spares_.clear();  // each holds its decoder's buffer
+    next_ = 0;
     order_.written();
   }
   bool takes_notes() const override { return true; }
@@ -73,19 +73,39 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
     who_ = s_->who;
     o_.endpoint = s_->at;
   }
-  // Frames that are slices of the unit's buffers go without a copy (a copy
-  // costs ZeroMQ an allocation per message, freed on its I/O thread): they
-  // keep the buffers alive until ZeroMQ has sent them. Frames small enough
-  // for ZeroMQ to store inline, and frames gathered into scratch_, are copied.
+  // A frame goes in a received message of its size when the pool has one
+  // (no allocation: zmq_spares.hpp). Otherwise frames that are slices of the
+  // unit's buffers go without a copy (a copy costs ZeroMQ an allocation per
+  // message, freed on its I/O thread): they keep the buffers alive until
+  // ZeroMQ has sent them. Frames small enough for ZeroMQ to store inline,
+  // and frames gathered into scratch_, are copied.
   void send(const layer& l, const record_index& r) {
     unit_hold* hold = nullptr;
     std::size_t held = 0;
+    bool took = false;  // one look at the pool a unit
     try {
       detail::for_each_message(l, r, o_.multipart, scratch_,
                                [&](const detail::frame* f, std::size_t n, const detail::frame* bufs) {
         if (o_.socket == zmq_socket::pub) send_frame(zmq::message_t(o_.topic.data(), o_.topic.size()), true);
         for (std::size_t i = 0; i < n; ++i) {
-          if (f != bufs || f[i].size <= copied_up_to) {
+          const bool small = f[i].size <= detail::zmq_spares::inline_bytes;
+          if (!small && f[i].size <= detail::zmq_spares::largest) {
+            if (next_ == spares_.size() && !took) {
+              spares_.clear();
+              next_ = 0;
+              detail::zmq_spares::process().take(spares_);
+              took = true;
+            }
+            if (next_ < spares_.size()) {
+              zmq::message_t& m = spares_[next_++];
+              if (m.size() == f[i].size) {
+                std::memcpy(m.data(), f[i].data, f[i].size);
+                send_frame(std::move(m), i + 1 < n);
+                continue;
+              }  // a spare of another size is dropped
+            }
+          }
+          if (f != bufs || small) {
             send_frame(zmq::message_t(f[i].data, f[i].size), i + 1 < n);
             continue;
           }
@@ -128,6 +148,8 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
   std::string who_;
   std::unique_ptr<detail::wake_event> wake_ = std::make_unique<detail::wake_event>();
   std::vector<char> scratch_;
+  std::vector<zmq::message_t> spares_;  // taken from the pool; [next_, size) unused
+  std::size_t next_ = 0;
   detail::in_order order_;
 };
 

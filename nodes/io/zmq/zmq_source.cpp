@@ -7,6 +7,7 @@
 
 #include "../message_source.hpp"
 #include "zmq_socket.hpp"
+#include "zmq_spares.hpp"
 
 namespace sinew::io {
 namespace {
@@ -48,6 +49,18 @@ class zmq_source_impl final : public detail::message_source {
   }
   // The frames' memory does not move with the vector that owns them.
   std::shared_ptr<void> keep_message() override { return std::make_shared<std::vector<zmq::message_t>>(std::move(parts_)); }
+  // A one-frame record copied into the unit leaves its message to the sinks (zmq_spares.hpp).
+  void consumed(bool) override {
+    const std::size_t skip = o_.socket == zmq_socket::sub ? 1 : 0;
+    if (parts_.size() != skip + 1) return;  // kept by the unit, or multipart
+    const std::size_t n = parts_[skip].size();
+    if (n > detail::zmq_spares::inline_bytes && n <= detail::zmq_spares::largest) spares_.push_back(std::move(parts_[skip]));
+  }
+  void seal(unit_builder&) override {
+    const std::size_t k = spares_.size();
+    detail::zmq_spares::process().give(spares_);
+    spares_.reserve(k);  // the pool took the storage
+  }
   got receive(std::uint64_t deadline_ns) override {
     for (;;) {
       if (wake_.signalled()) return got::stopped;
@@ -75,6 +88,7 @@ class zmq_source_impl final : public detail::message_source {
   zmq_source_options o_;
   detail::zmq_socket_of s_;
   std::vector<zmq::message_t> parts_;  // the message received last
+  std::vector<zmq::message_t> spares_;  // the unit's copied-out messages
 };
 
 }  // namespace
