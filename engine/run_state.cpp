@@ -172,8 +172,14 @@ void run_state::start() {
       start_source = s;
       start_keep = shared_from_this();  // released by whoever runs the start
       start_pending.store(true, std::memory_order_release);
-      sched->submit([w = weak_from_this()] {
-        if (auto self = w.lock()) self->run_start();
+      // The caller of get() usually runs the start itself (run_future::wait):
+      // the scheduler gets a check that submits it only when nobody has.
+      sched->submit_backup([w = weak_from_this()] {
+        const auto self = w.lock();
+        if (!self || !self->start_pending.load(std::memory_order_acquire)) return;
+        self->sched->submit([w] {
+          if (auto s = w.lock()) s->run_start();
+        });
       });
     } else {
       s->stage->spawn();

@@ -20,6 +20,7 @@ class stage_scheduler final : public scheduler {
   const char* name() const noexcept override { return real_.name(); }
   unsigned concurrency() const noexcept override { return real_.concurrency(); }
   void submit(task_function fn, const locality_hint& hint) override { real_.submit(std::move(fn), hint); }
+  void submit_backup(task_function fn) override { real_.submit_backup(std::move(fn)); }
   void submit_counted(task_function fn, task_counter& c, const locality_hint& hint) override {
     real_.submit_counted(std::move(fn), c, hint);
   }

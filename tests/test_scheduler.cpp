@@ -277,6 +277,34 @@ TEST_CASE("tbb_scheduler: the destructor runs every submitted task and counts su
   CHECK(done.load() == n + 2 * (n / 50));
 }
 
+TEST_CASE("submit_backup runs its function once on a worker whoever submits it and the destructor waits for it", "[scheduler][tsan]") {
+  for (const std::string name : {"tbb", "steal", "deal"}) {
+    INFO(name);
+    std::atomic<int> outside{0}, inside{0}, forwarded{0};
+    {
+      auto s = make_scheduler(name, {.threads = 2});
+      for (int i = 0; i < 200; ++i) s->submit_backup([&] { outside.fetch_add(1); });
+      // From a task: as a submit, onto that worker; a backup check may submit.
+      std::atomic<bool> pending{true};
+      task_group tg(*s);
+      tg.run([&] {
+        s->submit_backup([&] {
+          inside.fetch_add(1);
+          if (pending.load()) s->submit([&] { if (pending.exchange(false)) forwarded.fetch_add(1); });
+        });
+      });
+      tg.wait();
+      s->submit_backup([&] {  // still queued when the destructor starts
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        outside.fetch_add(1);
+      });
+    }
+    CHECK(outside.load() == 201);
+    CHECK(inside.load() == 1);
+    CHECK(forwarded.load() == 1);
+  }
+}
+
 TEST_CASE("tbb_scheduler: plain submissions with data hints run in their data's arena and count its bytes", "[scheduler][tsan]") {
   tbb_scheduler s(sinew::topology::synthetic(2, 2));
   const std::size_t n = 200;

@@ -177,6 +177,21 @@ class scheduler {
   virtual void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) {
     submit([&c, f = std::move(fn)]() mutable { c.run(f); }, hint);
   }
+  /// Runs `fn` asynchronously, as `submit`, when the submitting thread will
+  /// most likely do the work itself and `fn` only checks that it was done
+  /// (a graph run's start, which `run_future::get()` runs on the caller).
+  /// `fn` must be short: a policy may run such checks one at a time, and
+  /// spend less on them than on a task: `tbb` runs them in an arena of one
+  /// slot, so that one worker wakes for a check instead of the whole arena
+  /// (whose idle workers would spin for a millisecond beside the caller, on
+  /// the cores a CPU OpenCL device's threads need). The default: `submit`.
+  ///
+  /// \code
+  /// std::atomic<bool> todo{true};
+  /// s.submit_backup([&] { if (todo.load()) s.submit([&] { if (todo.exchange(false)) work(); }); });
+  /// if (todo.exchange(false)) work();     // most likely here
+  /// \endcode
+  virtual void submit_backup(task_function fn) { submit(std::move(fn)); }
   /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
   /// returns when all are done. `grain` is the smallest block worth a task:
   /// blocks are split while longer than `grain`, so none is shorter than

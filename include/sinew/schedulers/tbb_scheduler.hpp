@@ -25,6 +25,10 @@
 /// it to a worker and sleeping; the workers keep their n slots. A thread
 /// outside the scheduler waiting for a run, a task graph or a group
 /// sleeps, so that n workers run it on n threads (`help_until`).
+/// `submit_backup` from such a thread goes to an arena of one slot: a
+/// graph run's start, which the caller of `get()` usually runs itself,
+/// wakes one worker, not the n whose idle spinning would take the cores
+/// the caller's work needs.
 ///
 /// Statistics: per worker slot of each arena (`workers[i].node` is the
 /// arena's node) tasks, busy time and hinted / remote bytes; one last slot
@@ -65,6 +69,9 @@ class tbb_scheduler final : public scheduler {
   /// Throws `sinew::error` if `hint.bytes_on_node` is given with a size
   /// other than the number of nodes.
   void submit(task_function fn, const locality_hint& hint = {}) override;
+  /// From a task of ours, `submit`; from another thread, into an arena of
+  /// one slot, so that one worker wakes for it.
+  void submit_backup(task_function fn) override;
   /// Tasks of a task_group are oneTBB tasks of a oneTBB task_group, so that
   /// `wait_counted` can run them on the waiting thread.
   void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) override;
