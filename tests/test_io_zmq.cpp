@@ -147,25 +147,43 @@ TEST_CASE("io large ZeroMQ records travel without copies: a unit each with the m
   CHECK(f.stats().records_out == n);
 }
 
-TEST_CASE("io the pool of received ZeroMQ messages gives back what sources gave, up to its bound", "[io][zmq]") {
-  io::detail::zmq_spares pool;
+TEST_CASE("io the pool of received ZeroMQ messages gives back the oldest batch first and keeps within its bounds", "[io][zmq]") {
+  using io::detail::zmq_spares;
+  zmq_spares pool;
   std::vector<zmq::message_t> out;
   pool.take(out);
   CHECK(out.empty());
-  std::vector<zmq::message_t> a;
+  std::vector<zmq::message_t> a, b;
   for (int i = 0; i < 3; ++i) a.emplace_back(std::string(100, char('a' + i)));
+  b.emplace_back(std::string(60, 'x'));
   pool.give(a);
+  pool.give(b);
   CHECK(a.empty());
-  // Past the bound a batch is closed, not kept.
-  std::vector<zmq::message_t> big(io::detail::zmq_spares::max_messages);
-  pool.give(big);
-  CHECK(big.empty());
+  CHECK(b.empty());
+  // Past either bound a batch is closed, not kept.
+  std::vector<zmq::message_t> many(zmq_spares::max_messages);
+  pool.give(many);
+  CHECK(many.empty());
+  std::vector<zmq::message_t> heavy;
+  heavy.emplace_back(zmq_spares::max_bytes);
+  pool.give(heavy);
+  CHECK(heavy.empty());
   pool.take(out);
   REQUIRE(out.size() == 3);
   CHECK(out[2].to_string() == std::string(100, 'c'));
   out.clear();
   pool.take(out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].size() == 60);
+  out.clear();
+  pool.take(out);
   CHECK(out.empty());
+  // Taken batches make room again.
+  std::vector<zmq::message_t> fits;
+  fits.emplace_back(zmq_spares::max_bytes - 1000);
+  pool.give(fits);
+  pool.take(out);
+  CHECK(out.size() == 1);
 }
 
 // Records of 100 bytes, then of 60: the sink sends the first in the

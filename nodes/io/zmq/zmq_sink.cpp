@@ -82,7 +82,7 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
   void send(const layer& l, const record_index& r) {
     unit_hold* hold = nullptr;
     std::size_t held = 0;
-    bool took = false;  // one look at the pool a unit
+    bool dry = false;  // the pool had none for this unit: do not look again
     try {
       detail::for_each_message(l, r, o_.multipart, scratch_,
                                [&](const detail::frame* f, std::size_t n, const detail::frame* bufs) {
@@ -90,11 +90,11 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
         for (std::size_t i = 0; i < n; ++i) {
           const bool small = f[i].size <= detail::zmq_spares::inline_bytes;
           if (!small && f[i].size <= detail::zmq_spares::largest) {
-            if (next_ == spares_.size() && !took) {
+            if (next_ == spares_.size() && !dry) {
               spares_.clear();
               next_ = 0;
               detail::zmq_spares::process().take(spares_);
-              took = true;
+              dry = spares_.empty();
             }
             if (next_ < spares_.size()) {
               zmq::message_t& m = spares_[next_++];

@@ -10,12 +10,15 @@ zmq_spares& zmq_spares::process() {
 
 void zmq_spares::give(std::vector<zmq::message_t>& batch) {
   if (batch.empty()) return;
+  std::size_t bytes = 0;
+  for (const zmq::message_t& m : batch) bytes += m.size();
   std::vector<zmq::message_t> full;  // closed outside the lock
   {
     std::lock_guard<std::mutex> lk(m_);
-    if (held_ + batch.size() <= max_messages) {
+    if (held_ + batch.size() <= max_messages && held_bytes_ + bytes <= max_bytes) {
       held_ += batch.size();
-      batches_.push_back(std::move(batch));
+      held_bytes_ += bytes;
+      batches_.emplace_back(std::move(batch), bytes);
     } else {
       full.swap(batch);
     }
@@ -26,9 +29,10 @@ void zmq_spares::give(std::vector<zmq::message_t>& batch) {
 void zmq_spares::take(std::vector<zmq::message_t>& out) {
   std::lock_guard<std::mutex> lk(m_);
   if (batches_.empty()) return;
-  out.swap(batches_.back());
-  batches_.pop_back();
+  out.swap(batches_.front().first);
   held_ -= out.size();
+  held_bytes_ -= batches_.front().second;
+  batches_.pop_front();
 }
 
 }  // namespace sinew::io::detail

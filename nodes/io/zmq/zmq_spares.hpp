@@ -11,7 +11,9 @@
 #include <zmq.hpp>
 
 #include <cstddef>
+#include <deque>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace sinew::io::detail {
@@ -27,20 +29,24 @@ class zmq_spares {
   /// The process's pool: every ZeroMQ source gives, every sink takes.
   static zmq_spares& process();
 
-  /// Takes the messages of `batch` (left empty). Beyond the pool's bound
-  /// they are closed instead: a pool nobody takes from holds
-  /// `max_messages` at most.
+  /// Takes the messages of `batch` (left empty). Beyond the pool's bounds
+  /// they are closed instead: a pool nobody takes from holds `max_messages`
+  /// and `max_bytes` at most (each message also keeps its share of the
+  /// buffer ZeroMQ received it in).
   void give(std::vector<zmq::message_t>& batch);
-  /// Moves one batch given earlier into `out` (which must be empty), or
+  /// Moves the oldest batch given into `out` (which must be empty), or
   /// leaves it empty when there is none.
   void take(std::vector<zmq::message_t>& out);
 
-  static constexpr std::size_t max_messages = 4096;
+  /// Room for the batches of the units between a source and a sink (a
+  /// unit of 100-byte records holds 2,621 of them).
+  static constexpr std::size_t max_messages = 65536;
+  static constexpr std::size_t max_bytes = std::size_t(8) << 20;
 
  private:
   std::mutex m_;
-  std::vector<std::vector<zmq::message_t>> batches_;
-  std::size_t held_ = 0;  // messages in batches_
+  std::deque<std::pair<std::vector<zmq::message_t>, std::size_t>> batches_;  // and their bytes
+  std::size_t held_ = 0, held_bytes_ = 0;
 };
 
 }  // namespace sinew::io::detail
