@@ -187,9 +187,9 @@ class scheduler {
   /// the cores a CPU OpenCL device's threads need). The default: `submit`.
   ///
   /// \code
-  /// std::atomic<bool> todo{true};
-  /// s.submit_backup([&] { if (todo.load()) s.submit([&] { if (todo.exchange(false)) work(); }); });
-  /// if (todo.exchange(false)) work();     // most likely here
+  /// std::atomic<bool> pending{true};
+  /// s.submit_backup([&] { if (pending.load()) s.submit([&] { if (pending.exchange(false)) work(); }); });
+  /// if (pending.exchange(false)) work();     // most likely here
   /// \endcode
   virtual void submit_backup(task_function fn) { submit(std::move(fn)); }
   /// Runs `body(b, e)` over disjoint blocks covering [0, n) in parallel and
