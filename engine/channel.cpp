@@ -50,6 +50,17 @@ void channel::pushed_to_farm() {
     consumer->hint();
 }
 
+void channel::deliver(work_unit* u, bool wake_serial) {
+  if (consumer->max_active > 1) {
+    put(u);
+    pushed_to_farm();
+  } else if (wake_serial) {
+    pushed(push(u));
+  } else {
+    put(u);
+  }
+}
+
 void channel::freed() {
   if (producer) {
     producer->hint();

@@ -138,6 +138,10 @@ class channel : public scalable_new {
   /// After put(), by the producer stage of a farm consumer that may need
   /// another replica now, from both stages' costs (wake_rule.hpp).
   void pushed_to_farm();
+  /// Pushes `u` from a producer that is not a stage's pass_on (a source, a
+  /// junction) and wakes the consumer: a farm from both stages' costs, a
+  /// serial one, if `wake_serial`, when it may be waiting for this unit.
+  void deliver(work_unit* u, bool wake_serial);
 
   std::atomic<std::size_t> cap;
   const std::size_t cap_max;  // what the queue was sized for

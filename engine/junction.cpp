@@ -155,15 +155,7 @@ void junction_rt::push(std::size_t k, work_unit* u) {
   if (!u->end_of_stream()) ++sent[k];
   // As a stage's pass_on: a cheap junction leaves a serial consumer to its
   // leave(), which runs one of them on this worker and wakes the others.
-  channel& c = *outs[k];
-  if (c.consumer->max_active > 1) {
-    c.put(u);
-    c.pushed_to_farm();
-  } else if (!st.cheap()) {
-    c.pushed(c.push(u));
-  } else {
-    c.put(u);
-  }
+  outs[k]->deliver(u, !st.cheap());
 }
 
 void junction_rt::hold(std::size_t k, work_unit* u) {

@@ -199,14 +199,7 @@ stage_rt* run_state::source_activation(source_rt& s) {
     // unit meanwhile), unless this was its last unit: then it ends its
     // stream and its leave() runs the consumer on this thread.
     const bool last = s.size && s.next_seq >= *s.size;
-    if (c0.consumer->max_active > 1) {
-      c0.put(u);
-      c0.pushed_to_farm();
-    } else if (!st.cheap() && !last) {
-      c0.pushed(c0.push(u));
-    } else {
-      c0.put(u);
-    }
+    c0.deliver(u, !st.cheap() && !last);
     if (--budget == 0) {
       st.account(t0, batch);
       st.spawn();
