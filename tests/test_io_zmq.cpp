@@ -190,7 +190,7 @@ TEST_CASE("io the pool of received ZeroMQ messages gives back the oldest batch f
 // messages the source received (a spare of the frame's size), and the
 // second, whose spares are 100 bytes long, as before; every message carries
 // what the leaf wrote.
-TEST_CASE("io ZeroMQ frames sent in received messages carry the unit's bytes, whatever the sizes", "[io][zmq][tsan]") {
+TEST_CASE("io ZeroMQ frames sent in received messages carry the unit's bytes whatever their sizes", "[io][zmq][tsan]") {
   const std::size_t n = 3000;
   const std::size_t size[2] = {100, 60};
   for (int part = 0; part < 2; ++part) {
