@@ -4,12 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include "test_io_common.hpp"
+#include "test_records_common.hpp"
 
 #ifdef SINEW_HAVE_ZMQ
 #include <sinew/io/zmq.hpp>
 
 #include <zmq.hpp>
 
+#include "../nodes/io/message_source.hpp"
 #include "../nodes/io/zmq/zmq_spares.hpp"
 
 #include <cstring>
@@ -223,6 +225,37 @@ TEST_CASE("io ZeroMQ frames sent in received messages carry the unit's bytes wha
     CHECK(ok == n);
     CHECK(f.stats().records_out == n);
   }
+}
+
+// Messages already waiting when the run starts: a source that reads them
+// more slowly than they came would otherwise fill units up to the batch's
+// limits while the first record waits. With a latency of 0 each unit closes
+// at the first check of its bound.
+TEST_CASE("io a ZeroMQ source closes a unit at its latency bound while messages keep coming", "[io][zmq]") {
+  const std::size_t n = 2000;
+  auto in = pull_bound(io::message_format::binary(byte_layout()));
+  in.count = n;
+  in.batch.latency = std::chrono::microseconds(0);
+  auto out = push_bound();
+  auto src = io::zmq_source(in);
+  auto snk = io::zmq_sink(out);
+  peers p(*in.bound, *out.bound);
+  for (std::uint32_t k = 0; k < n; ++k) p.push.send(zmq::buffer(record_bytes(k)), zmq::send_flags::none);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // most of them reach the source's queue
+  sinew_records_test::record_log log;
+  graph g(map<sinew_records_test::record_log>(log));
+  auto f = g.run(src, snk);
+  std::size_t ok = 0;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    zmq::message_t m;
+    if (!p.pull.recv(m)) break;
+    ok += m.to_string() == record_bytes(k);
+  }
+  f.get();
+  CHECK(ok == n);
+  CHECK(f.stats().records_out == n);
+  CHECK(log.seen->v.size() == n);
+  CHECK(log.most_records_a_unit() <= io::detail::message_source::deadline_stride);
 }
 
 TEST_CASE("io ZeroMQ multipart messages carry a buffer a frame, and a SUB source keeps its topics", "[io][zmq]") {

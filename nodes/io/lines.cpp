@@ -49,9 +49,9 @@ class lines_source final : public detail::io_source {
     return true;
   }
 
-  // Lines until the batch holds `records` lines or `bytes` bytes, or no
-  // byte arrives before `latency` after its first line; a line longer than
-  // `bytes` is a batch of its own.
+  // Lines until the batch holds `records` lines or `bytes` bytes, or
+  // `latency` has passed since its first line was read (fd_reader::
+  // data_within); a line longer than `bytes` is a batch of its own.
   bool produce_batch(unit_builder& b) {
     const batching& o = batch();
     buffer_pool& pool = buffer_pool::global();

@@ -67,8 +67,13 @@ bool message_source::produce(unit_builder& b) {
       break;
     }
     consumed(true);
-    if (++records_, batch_->size() == 1) deadline = sinew::detail::now_ns() + std::uint64_t(batch().latency.count()) * 1000;
+    ++records_;
+    const std::size_t k = batch_->size();
+    if (k == 1) deadline = sinew::detail::now_ns() + std::uint64_t(batch().latency.count()) * 1000;
     if (batch_->full()) break;
+    // The latency bound holds while messages keep coming too (receive()
+    // checks it only when none is waiting).
+    if (k % deadline_stride == 0 && sinew::detail::now_ns() >= deadline) break;
   }
   if (batch_->size() == 0) return false;
   seal(b);

@@ -13,11 +13,17 @@
 namespace sinew::io::detail {
 
 /// Base of the sources that read messages. A unit closes at the batch's
-/// limits, its latency bound, after `count` records, or when the stream
+/// limits, its latency bound (even while messages keep coming), after `count` records, or when the stream
 /// ends; a malformed message fails the stream (after the records before it)
 /// or is skipped and counted, per the format. No message within the idle
 /// timeout (and none in the unit) ends the stream.
 class message_source : public io_source {
+ public:
+  /// A unit checks its latency bound every this many records while
+  /// messages keep coming (a clock read per record would cost more than
+  /// copying a small one).
+  static constexpr std::size_t deadline_stride = 8;
+
  protected:
   /// `one_per_unit`: one record a unit whatever the batching (a source
   /// with one message in flight).

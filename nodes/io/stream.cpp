@@ -238,9 +238,12 @@ std::size_t fd_reader::take_buffered_lines(char* dst, std::size_t cap, std::size
 }
 
 bool fd_reader::data_within(std::uint64_t deadline_ns) const {
+  if (!poll_first_ && !follow_) return true;  // a regular file never waits
+  // Past the deadline a batch closes even while data keeps coming: a slow
+  // graph does not hold its first record back beyond the latency.
+  if (sinew::detail::now_ns() >= deadline_ns) return false;
   if (pos_ < end_ || peeked_) return true;
   if (follow_) return follow_->data_within(deadline_ns);
-  if (!poll_first_) return true;
   for (;;) {
     if (wake_ && wake_->signalled()) return true;
     const std::uint64_t now = sinew::detail::now_ns();

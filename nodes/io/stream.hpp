@@ -122,9 +122,10 @@ class fd_reader {
   /// fits below `dst + cap`, `used` advanced and appended to `ends`.
   /// Returns how many; stops at a partial line or one that does not fit.
   std::size_t take_buffered_lines(char* dst, std::size_t cap, std::size_t& used, std::uint64_t* ends, std::size_t max) noexcept;
-  /// False when no byte is buffered and none arrives before `deadline_ns`
-  /// (steady clock); true at once for regular files (never waiting) and
-  /// when the stream is being stopped (the next read says so).
+  /// Whether a batch may take more data: false from `deadline_ns` (steady
+  /// clock) on, or when no byte is buffered and none arrives before it; true
+  /// at once for regular files (never waiting) and when the stream is being
+  /// stopped (the next read says so).
   bool data_within(std::uint64_t deadline_ns) const;
   /// Bytes consumed so far (the stream offset of the next byte).
   std::uint64_t offset() const noexcept { return offset_; }
@@ -358,8 +359,8 @@ class io_source : public sinew::detail::source_impl {
   /// `room`, blocking for the first) into `dst[i]` for buffer i and returns
   /// how many: 0 at the end of the stream (or when stopped); it throws when
   /// the stream is broken. Several records a unit make a record batch,
-  /// closed early when no byte arrives within the latency bound after its
-  /// first record; an error after some records delivers them first (the
+  /// closed at the latency bound after its first record even while bytes
+  /// keep coming; an error after some records delivers them first (the
   /// stream ends with it at the next unit). False: no record.
   template <class F>
   bool fill_records(unit_builder& b, const record_layout& l, const fd_reader& r, F&& more) {

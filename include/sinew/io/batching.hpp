@@ -34,8 +34,9 @@ struct batching {
   when mode = when::automatic;
   std::size_t records = 4096;            ///< most records a unit (>= 1)
   std::size_t bytes = std::size_t(256) << 10;  ///< most bytes a unit; a longer record is a unit of its own
-  /// Most time a unit waits for more records after its first one was read
-  /// (only streams that may wait for data: pipes, terminals, sockets).
+  /// Most time a unit waits for more records after its first one was read,
+  /// even while more keep coming (only streams that may wait for data:
+  /// pipes, terminals, sockets, message sources).
   std::chrono::microseconds latency{5000};
 
   /// One unit per record.
