@@ -13,10 +13,11 @@
 namespace sinew::io::detail {
 
 /// Base of the sources that read messages. A unit closes at the batch's
-/// limits, its latency bound (even while messages keep coming), after `count` records, or when the stream
-/// ends; a malformed message fails the stream (after the records before it)
-/// or is skipped and counted, per the format. No message within the idle
-/// timeout (and none in the unit) ends the stream.
+/// limits, its latency bound (even while messages keep coming), after
+/// `count` records, or when the stream ends; a malformed message fails the
+/// stream (after the records before it) or is skipped and counted, per the
+/// format. No message within the idle timeout (and none in the unit) ends
+/// the stream.
 class message_source : public io_source {
  public:
   /// A unit checks its latency bound every this many records while
