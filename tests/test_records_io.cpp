@@ -168,6 +168,25 @@ TEST_CASE("records a live pipe's lines reach the output while its input stays op
   CHECK(f.stats().units_out == 2);  // the latency bound cut each batch after its line
 }
 
+// A pipe that is never empty when the source looks (a writer ahead of it;
+// 9-byte lines, so each read ends inside a line): with a latency of 0 a
+// batch closes after each read instead of growing to the byte limit.
+TEST_CASE("records a pipe read behind its writer closes a batch at its latency bound", "[io][records]") {
+  std::vector<std::string> lines(200000);
+  for (std::size_t i = 0; i < lines.size(); ++i) lines[i] = std::to_string(10000000 + i);  // 8 bytes and '\n'
+  io::batching b;
+  b.records = lines.size();
+  b.bytes = std::size_t(1) << 20;
+  b.latency = std::chrono::microseconds(0);
+  record_log log;
+  graph g(pipeline(map<upper>(), map<record_log>(log)));
+  auto r = run_piped(g, joined(lines), b);
+  CHECK(r.out == joined(lines));
+  CHECK(r.stats.records_out == lines.size());
+  // A batch holds one read's lines (the reader's buffer is 256 KiB).
+  CHECK(log.most_records_a_unit() * 9 < b.bytes / 2);
+}
+
 TEST_CASE("records a live pipe's binary records reach the output while its input stays open", "[io][records][tsan]") {
   owned_fd in_r, in_w, out_r, out_w;
   open_pipe(in_r, in_w);
