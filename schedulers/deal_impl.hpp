@@ -20,6 +20,7 @@
 #include <sinew/detail/futex.hpp>
 #include <sinew/schedulers/deal_scheduler.hpp>
 
+#include "workers/backup_timer.hpp"
 #include "workers/loop_ctx.hpp"
 #include "workers/parking_lot.hpp"
 #include "workers/run_task.hpp"
@@ -130,6 +131,8 @@ struct deal_scheduler::impl {
   alignas(64) std::atomic<std::uint64_t> rr{0};  // round-robin node of outside threads
   std::atomic<std::uint64_t> ext_kept_local{0};
   detail::workers::scheduler_counters sc;
+
+  detail::workers::backup_timer backups;  // submit_backup from outside
 
   static inline thread_local worker* tl_worker = nullptr;
 

@@ -75,6 +75,7 @@ deal_scheduler::deal_scheduler(const topology& t, deal_options o)
   for (auto& q : p.nodes)
     for (std::size_t k = 0; k < std::max<std::size_t>(1, q->members.size()); ++k)
       q->shards.push_back(std::make_unique<impl::shard>());
+  p.backups.start();  // the scheduler is whole but for its workers' threads
   try {
     for (auto& w : p.workers) {
       impl::worker* wp = w.get();
@@ -91,11 +92,18 @@ deal_scheduler::deal_scheduler(const topology& t, deal_options o)
 }
 
 deal_scheduler::~deal_scheduler() {
+  p_->backups.stop();  // before the workers leave: a check may submit
   p_->stopping.store(true, std::memory_order_seq_cst);
   p_->wake_all();
   for (auto& w : p_->workers) w->th.join();
   // Only a submit racing with the destructor (undefined) can leave tasks;
   // the shards free them.
+}
+
+void deal_scheduler::submit_backup(task_function fn) {
+  if (!fn) throw error("deal_scheduler::submit_backup: empty function");
+  if (p_->me()) return submit(std::move(fn));
+  p_->backups.add(std::move(fn));
 }
 
 unsigned deal_scheduler::concurrency() const noexcept { return unsigned(p_->workers.size()); }

@@ -23,6 +23,7 @@
 #include <sinew/schedulers/steal_scheduler.hpp>
 
 #include "locality.hpp"
+#include "workers/backup_timer.hpp"
 #include "workers/loop_ctx.hpp"
 #include "workers/map_dispatch.hpp"
 #include "workers/parking_lot.hpp"
@@ -145,6 +146,8 @@ struct steal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};      // their futex word
   alignas(64) std::atomic<bool> stopping{false};
   workers::scheduler_counters sc;
+
+  detail::workers::backup_timer backups;  // submit_backup from outside
 
   static inline thread_local worker* tl_worker = nullptr;
 

@@ -78,6 +78,7 @@ steal_scheduler::steal_scheduler(const topology& t, bool pin)
 void steal_scheduler::start() {
   for (unsigned i = 0; i < p_->threads; ++i) p_->shards.push_back(std::make_unique<impl::shard>());
   for (auto& w : p_->workers) w->lone_top.assign(p_->threads, -1);
+  p_->backups.start();  // the scheduler is whole but for its workers' threads
   // Every worker exists before any starts (they steal from each other).
   try {
     for (auto& w : p_->workers) {
@@ -95,6 +96,7 @@ void steal_scheduler::start() {
 }
 
 steal_scheduler::~steal_scheduler() {
+  p_->backups.stop();  // before the workers leave: a check may submit
   // Workers leave once they see `stopping` and find no work; tasks still
   // queued (and the ones they spawn) run first.
   p_->stopping.store(true, std::memory_order_seq_cst);
@@ -109,6 +111,12 @@ unsigned steal_scheduler::concurrency() const noexcept { return p_->threads; }
 
 void steal_scheduler::submit(task_function fn, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), nullptr, hint);
+}
+
+void steal_scheduler::submit_backup(task_function fn) {
+  if (!fn) throw error("steal_scheduler::submit_backup: empty function");
+  if (p_->me()) return submit(std::move(fn));
+  p_->backups.add(std::move(fn));
 }
 
 void steal_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {

@@ -15,6 +15,7 @@
 #include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
+#include "workers/backup_timer.hpp"
 #include "workers/tick_clock.hpp"
 #include "workers/worker_counters.hpp"
 
@@ -132,10 +133,7 @@ struct tbb_scheduler::impl {
   unsigned threads = 0;                    // sum over the arenas
   std::unique_ptr<counters[]> per_worker;  // slots 1..n of each arena; last: threads outside the arenas
   std::atomic<std::uint64_t> pfors{0}, rr{0};
-  // submit_backup from threads outside the arenas: one slot, none kept for
-  // a caller, so that a check wakes one worker, not an arena's.
-  tbb::task_arena backup;
-  tbb::task_group_context backup_ctx{tbb::task_group_context::isolated};
+  detail::workers::backup_timer backups;  // submit_backup from threads outside the arenas
   std::atomic<std::uint64_t> submits_base{0};  // submitted_total() at the last reset_stats
 
   // The counters of the arena slot whose task (or loop chunk) this thread
@@ -194,13 +192,13 @@ struct tbb_scheduler::impl {
       }
       arenas.push_back(std::move(a));
     }
-    backup.initialize(1, 0);
     per_worker.reset(new counters[threads + 1]);
     for (const auto& A : arenas) {
       A->workers = &per_worker[A->first];
       A->outside_slot.home = A.get();
       for (unsigned i = 0; i < A->threads; ++i) A->workers[i].home = A.get();
     }
+    backups.start();  // last: its thread sees the scheduler whole
   }
 
   // The counters of the calling thread's slot in arena a (it runs there).
@@ -259,7 +257,6 @@ struct tbb_scheduler::impl {
   struct hint_bytes;
   template <class Hint>
   struct task;  // a plain submission, as oneTBB runs it
-  struct backup_task;  // a submit_backup from outside, as the backup arena runs it
   // Counts a submission by the calling thread (before it is queued: see
   // quiescent()); `in` is its own_slot().
   void count_submit(counters* in) {
@@ -287,6 +284,7 @@ tbb_scheduler::tbb_scheduler(unsigned threads)
 tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) { p_->build(); }
 
 tbb_scheduler::~tbb_scheduler() {
+  p_->backups.stop();  // what the checks submit is waited for below
   // ~task_arena does not wait for tasks: wait until every submitted
   // function has ended (the arenas' workers run them meanwhile).
   for (unsigned round = 0; !p_->quiescent(); ++round) {
@@ -396,36 +394,11 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
   }
 };
 
-// Runs outside the arenas' slots (what it submits is enqueued into them) and
-// counts in the entry of the threads outside, whose `retired` only the
-// backup arena's one slot writes.
-struct tbb_scheduler::impl::backup_task final : tbb::detail::d1::task {
-  using allocator = tbb::detail::d1::small_object_allocator;
-  backup_task(allocator al, impl* p, task_function&& fn) noexcept : fn(std::move(fn)), p(p), alloc(al) {}
-  task_function fn;
-  impl* p;
-  allocator alloc;
-  tbb::detail::d1::task* execute(tbb::detail::d1::execution_data& ed) override {
-    fn();
-    fn.reset();  // release captures before the scheduler may go away
-    // Last: ~tbb_scheduler may return once it is counted.
-    p->per_worker[p->threads].retired.fetch_add(1, std::memory_order_release);
-    auto al = alloc;
-    this->~backup_task();
-    al.deallocate(this, ed);
-    return nullptr;
-  }
-  tbb::detail::d1::task* cancel(tbb::detail::d1::execution_data& ed) override { return execute(ed); }
-};
-
 void tbb_scheduler::submit_backup(task_function fn) {
   if (!fn) throw error("tbb_scheduler::submit_backup: empty function");
   impl* p = p_.get();
   if (p->own_slot()) return submit(std::move(fn));  // onto the worker's deque: its own wait takes it
-  tbb::detail::d1::small_object_allocator al{};
-  auto* t = al.new_object<impl::backup_task>(al, p, std::move(fn));
-  p->count_submit(nullptr);  // once nothing can throw: a counted function always runs
-  tbb::detail::r1::enqueue(*t, p->backup_ctx, &p->backup);
+  p->backups.add(std::move(fn));
 }
 
 void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {

@@ -252,6 +252,26 @@ TEST_CASE("a run whose future is dropped before it starts runs to its end", "[ru
   CHECK(seen.load() == items.size());
 }
 
+TEST_CASE("a one-unit run awaited by get() runs on the caller and no worker runs a task for it", "[runtime][tsan]") {
+  // The start's backup check waits its grace period and finds the start
+  // taken: no task reaches the workers, under every policy.
+  auto sched = make_scheduler(GENERATE(as<std::string>{}, "tbb", "steal", "deal"), {.threads = 2, .pin = false});
+  graph g(pipeline(map<inc>(), map<twice>()), {.scheduler = sched.get()});
+  auto items = make_items(1, 4);
+  std::vector<std::vector<int>> out;
+  g.run(from(items), into(out)).get();  // the scheduler's first tasks, if any, are over
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::uint64_t before = sched->stats().tasks_run;
+  for (int i = 0; i < 20; ++i) {
+    out.clear();
+    g.run(from(items), into(out)).get();
+    REQUIRE(out.size() == 1);
+    CHECK(out[0][0] == (items[0][0] + 1) * 2);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the checks' grace periods are over
+  CHECK(sched->stats().tasks_run == before);
+}
+
 TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]") {
   std::mutex m;
   std::condition_variable cv;

@@ -277,12 +277,22 @@ TEST_CASE("tbb_scheduler: the destructor runs every submitted task and counts su
   CHECK(done.load() == n + 2 * (n / 50));
 }
 
-TEST_CASE("submit_backup runs its function once on a worker whoever submits it and the destructor waits for it", "[scheduler][tsan]") {
+TEST_CASE("submit_backup runs its function once whoever submits it and the destructor runs one still waiting", "[scheduler][tsan]") {
   for (const std::string name : {"tbb", "steal", "deal"}) {
     INFO(name);
     std::atomic<int> outside{0}, inside{0}, forwarded{0};
     {
       auto s = make_scheduler(name, {.threads = 2});
+      // From outside: on the timer thread after the grace period, no task.
+      const std::uint64_t run_before = s->stats().tasks_run;
+      const auto t0 = std::chrono::steady_clock::now();
+      std::atomic<std::int64_t> waited_us{-1};
+      s->submit_backup([&] {
+        waited_us.store(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+      });
+      while (waited_us.load() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      CHECK(waited_us.load() >= 100);
+      CHECK(s->stats().tasks_run == run_before);
       for (int i = 0; i < 200; ++i) s->submit_backup([&] { outside.fetch_add(1); });
       // From a task: as a submit, onto that worker; a backup check may submit.
       std::atomic<bool> pending{true};

@@ -158,6 +158,10 @@ class deal_scheduler final : public scheduler {
   const char* name() const noexcept override { return "deal"; }
   unsigned concurrency() const noexcept override;
   void submit(task_function fn, const locality_hint& hint = {}) override;
+  /// From a worker, `submit`; from another thread, after a grace period on
+  /// a timer thread, so that no worker wakes for a check its submitter
+  /// most likely made needless (scheduler::submit_backup).
+  void submit_backup(task_function fn) override;
   /// A task_group's task: the counter travels in the task (no wrapper).
   void submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint = {}) override;
   /// On a worker: runs other tasks until the group's are done; on any other

@@ -180,11 +180,13 @@ class scheduler {
   /// Runs `fn` asynchronously, as `submit`, when the submitting thread will
   /// most likely do the work itself and `fn` only checks that it was done
   /// (a graph run's start, which `run_future::get()` runs on the caller).
-  /// `fn` must be short: a policy may run such checks one at a time, and
-  /// spend less on them than on a task: `tbb` runs them in an arena of one
-  /// slot, so that one worker wakes for a check instead of the whole arena
-  /// (whose idle workers would spin for a millisecond beside the caller, on
-  /// the cores a CPU OpenCL device's threads need). The default: `submit`.
+  /// `fn` must be short and must not throw. `tbb`, `steal` and `deal` run a
+  /// check submitted from outside their workers after a grace period of
+  /// about 100 us, on a timer thread, so that no worker wakes for a check
+  /// that finds its work done (an idle `tbb` worker spins for a millisecond
+  /// once woken, on the cores a CPU OpenCL device's threads need); from one
+  /// of their workers, as `submit`. The destructor runs the checks still
+  /// waiting. The default: `submit`.
   ///
   /// \code
   /// std::atomic<bool> pending{true};

@@ -25,10 +25,10 @@
 /// it to a worker and sleeping; the workers keep their n slots. A thread
 /// outside the scheduler waiting for a run, a task graph or a group
 /// sleeps, so that n workers run it on n threads (`help_until`).
-/// `submit_backup` from such a thread goes to an arena of one slot: a
-/// graph run's start, which the caller of `get()` usually runs itself,
-/// wakes one worker, not the n whose idle spinning would take the cores
-/// the caller's work needs.
+/// `submit_backup` from such a thread waits a grace period on a timer
+/// thread: a graph run's start, which the caller of `get()` usually runs
+/// itself, wakes no worker, whose idle spinning would take the cores the
+/// caller's work needs.
 ///
 /// Statistics: per worker slot of each arena (`workers[i].node` is the
 /// arena's node) tasks, busy time and hinted / remote bytes; one last slot
@@ -69,8 +69,8 @@ class tbb_scheduler final : public scheduler {
   /// Throws `sinew::error` if `hint.bytes_on_node` is given with a size
   /// other than the number of nodes.
   void submit(task_function fn, const locality_hint& hint = {}) override;
-  /// From a task of ours, `submit`; from another thread, into an arena of
-  /// one slot, so that one worker wakes for it.
+  /// From a task of ours, `submit`; from another thread, after a grace
+  /// period on a timer thread (scheduler::submit_backup).
   void submit_backup(task_function fn) override;
   /// Tasks of a task_group are oneTBB tasks of a oneTBB task_group, so that
   /// `wait_counted` can run them on the waiting thread.

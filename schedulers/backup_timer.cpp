@@ -1,0 +1,67 @@
+// The grace-period thread of submit_backup (workers/backup_timer.hpp).
+#include "workers/backup_timer.hpp"
+
+#include <utility>
+
+namespace sinew::detail::workers {
+
+void backup_timer::start() { th_ = std::thread([this] { loop(); }); }
+
+void backup_timer::add(task_function fn) {
+  std::unique_lock<std::mutex> lk(m_);
+  q_.push_back({clock::now() + grace, std::move(fn)});
+  // A thread asleep until an earlier deadline wakes in time for this one.
+  if (idle_) {
+    idle_ = false;
+    lk.unlock();
+    cv_.notify_one();
+  }
+}
+
+void backup_timer::loop() {
+  std::unique_lock<std::mutex> lk(m_);
+  // After a round of checks the thread sleeps at least `grace` (and another
+  // `grace` with none waiting before it sleeps without a deadline), so runs
+  // started back to back wake it at most once per `grace`, never per run.
+  clock::time_point rest_until = clock::now();
+  while (!stopping_) {
+    const clock::time_point now = clock::now();
+    if (q_.empty() && now >= rest_until) {
+      idle_ = true;
+      cv_.wait(lk, [&] { return !idle_ || stopping_; });
+      continue;
+    }
+    if (q_.empty() || q_.front().due > now || now < rest_until) {
+      cv_.wait_until(lk, q_.empty() ? rest_until : std::max(q_.front().due, rest_until));
+      continue;
+    }
+    while (!q_.empty() && q_.front().due <= now) {
+      task_function fn = std::move(q_.front().fn);
+      q_.pop_front();
+      lk.unlock();
+      fn();
+      fn.reset();  // its captures go before stop() can return
+      lk.lock();
+    }
+    rest_until = now + grace;
+  }
+}
+
+void backup_timer::stop() {
+  std::unique_lock<std::mutex> lk(m_);
+  if (!th_.joinable()) return;
+  stopping_ = true;
+  lk.unlock();
+  cv_.notify_one();
+  th_.join();  // after any check it was running
+  lk.lock();
+  while (!q_.empty()) {
+    task_function fn = std::move(q_.front().fn);
+    q_.pop_front();
+    lk.unlock();
+    fn();
+    lk.lock();
+  }
+}
+
+}  // namespace sinew::detail::workers

@@ -1,0 +1,63 @@
+#pragma once
+// Internal: the `submit_backup` of the `tbb`, `steal` and `deal` policies for
+// threads outside the scheduler. A backup only checks work its submitter
+// will most likely do itself (a graph run's start, which run_future::get()
+// runs on the caller), so it runs after a grace period on a thread of its
+// own instead of waking a worker at once: a worker woken for nothing spins
+// or parks beside the caller, on a core the caller's work (a CPU OpenCL
+// device's threads) may need.
+//
+//   backup_timer timer;                 // a member of the policy's state
+//   timer.start();                      // last in the policy's constructor
+//   timer.add([w] { if (pending) submit(start); });   // from outside
+//   timer.stop();                       // first thing in the destructor
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <sinew/schedulers/task_function.hpp>
+
+namespace sinew::detail::workers {
+
+class backup_timer {
+ public:
+  using clock = std::chrono::steady_clock;
+  /// How long a check waits: a caller of get() takes its run's start within
+  /// microseconds; a run nobody waits for starts at most twice this late.
+  static constexpr clock::duration grace = std::chrono::microseconds(100);
+
+  backup_timer() = default;
+  backup_timer(const backup_timer&) = delete;
+  backup_timer& operator=(const backup_timer&) = delete;
+  ~backup_timer() { stop(); }
+
+  /// Starts the timer's thread: last in the owner's constructor, so that
+  /// the thread sees the owner whole (ThreadSanitizer included, which does
+  /// not see oneTBB's hand-offs between the owner's maker and its workers).
+  void start();
+  /// Runs `fn` on the timer's thread once `grace` has passed; `fn` must not
+  /// throw.
+  void add(task_function fn);
+  /// Runs the checks still waiting, now, on the calling thread, and joins
+  /// the timer's thread: the owner's destructor calls it while the owner
+  /// can still take what the checks submit. add() must not race with it.
+  void stop();
+
+ private:
+  struct entry {
+    clock::time_point due;
+    task_function fn;
+  };
+  void loop();
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<entry> q_;  // in order of `due` (a constant delay after add)
+  bool idle_ = false;  // the thread waits without a deadline: add() notifies
+  bool stopping_ = false;
+  std::thread th_;
+};
+
+}  // namespace sinew::detail::workers
