@@ -172,15 +172,20 @@ void run_state::start() {
       start_source = s;
       start_keep = shared_from_this();  // released by whoever runs the start
       start_pending.store(true, std::memory_order_release);
+      auto start_task = [w = weak_from_this()] {
+        if (auto s = w.lock()) s->run_start();
+      };
       // The caller of get() usually runs the start itself (run_future::wait):
-      // the scheduler gets a check that submits it only when nobody has.
-      sched->submit_backup([w = weak_from_this()] {
-        const auto self = w.lock();
-        if (!self || !self->start_pending.load(std::memory_order_acquire)) return;
-        self->sched->submit([w] {
-          if (auto s = w.lock()) s->run_start();
+      // the scheduler gets a check that submits it only when nobody has. A
+      // caller that may not run stages sleeps: the start goes at once.
+      if (!caller_may_run) {
+        sched->submit(start_task);
+      } else {
+        sched->submit_backup([w = weak_from_this(), start_task] {
+          const auto self = w.lock();
+          if (self && self->start_pending.load(std::memory_order_acquire)) self->sched->submit(start_task);
         });
-      });
+      }
     } else {
       s->stage->spawn();
     }

@@ -169,6 +169,20 @@ TEST_CASE("a graph places the buffers its stages write: coarse, fine, per stage"
   }
 }
 
+TEST_CASE("a graph that places its buffers submits its start at once", "[placement][graph]") {
+  // Its caller may not run the stages (it has no node), so the start is a
+  // task from run() on, not a check after a grace period.
+  deal_scheduler s(line4x4());
+  graph g(map<add1>(), {.scheduler = &s, .placement = placement::coarse});
+  std::vector<std::vector<float>> in(4, std::vector<float>(64, 1.0f)), out;
+  const std::uint64_t before = s.stats().tasks_submitted;
+  auto f = g.run(in, out);
+  CHECK(s.stats().tasks_submitted > before);
+  f.get();
+  REQUIRE(out.size() == in.size());
+  CHECK(out[3][63] == 2.0f);
+}
+
 TEST_CASE("a map over node-placed data: deal reads at most half the remote bytes steal does", "[placement][graph][deal]") {
   // 2 MiB units, placed coarse by the first stage (unit k on node k % 4),
   // then read by a map: under deal its chunks run on the data's node
