@@ -22,7 +22,7 @@ void backup_timer::loop() {
   std::unique_lock<std::mutex> lk(m_);
   // After a round of checks the thread sleeps at least `grace` (and another
   // `grace` with none waiting before it sleeps without a deadline), so runs
-  // started back to back wake it at most once per `grace`, never per run.
+  // started back to back wake it about once per `grace`, not once per run.
   clock::time_point rest_until = clock::now();
   while (!stopping_) {
     const clock::time_point now = clock::now();
@@ -35,14 +35,7 @@ void backup_timer::loop() {
       cv_.wait_until(lk, q_.empty() ? rest_until : std::max(q_.front().due, rest_until));
       continue;
     }
-    while (!q_.empty() && q_.front().due <= now) {
-      task_function fn = std::move(q_.front().fn);
-      q_.pop_front();
-      lk.unlock();
-      fn();
-      fn.reset();  // its captures go before stop() can return
-      lk.lock();
-    }
+    while (!q_.empty() && q_.front().due <= now) run_first(lk);
     rest_until = now + grace;
   }
 }
@@ -55,13 +48,16 @@ void backup_timer::stop() {
   cv_.notify_one();
   th_.join();  // after any check it was running
   lk.lock();
-  while (!q_.empty()) {
-    task_function fn = std::move(q_.front().fn);
-    q_.pop_front();
-    lk.unlock();
-    fn();
-    lk.lock();
-  }
+  while (!q_.empty()) run_first(lk);
+}
+
+void backup_timer::run_first(std::unique_lock<std::mutex>& lk) {
+  task_function fn = std::move(q_.front().fn);
+  q_.pop_front();
+  lk.unlock();
+  fn();
+  fn.reset();  // its captures go before stop() can return
+  lk.lock();
 }
 
 }  // namespace sinew::detail::workers

@@ -51,6 +51,7 @@ class backup_timer {
     task_function fn;
   };
   void loop();
+  void run_first(std::unique_lock<std::mutex>& lk);  // the first check, unlocked meanwhile
 
   std::mutex m_;
   std::condition_variable cv_;
