@@ -141,10 +141,13 @@ bool run_future::ready() const {
 
 void run_future::get() {
   wait();
-  std::call_once(s_->join_once, [&] {
+  {
+    // A mutex, not std::call_once: glibc's call_once makes a futex call
+    // every first time, i.e. once per run.
+    std::lock_guard<std::mutex> lk(s_->join_m);
     for (auto& src : s_->sources)
       if (src->thread.joinable() && src->thread.get_id() != std::this_thread::get_id()) src->thread.join();
-  });
+  }
   std::exception_ptr e;
   {
     // The caller gets an exception object of its own, made under err_m:

@@ -153,7 +153,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::condition_variable done_cv;
   bool done = false;
   help_latch done_latch;  // opened after done: the caller of wait() helps in the scheduler until then
-  std::once_flag join_once;
+  std::mutex join_m;  // get() joins the source threads under it
 
   struct canceller {
     std::weak_ptr<run_state> w;

@@ -35,7 +35,11 @@ void backup_timer::loop() {
       cv_.wait_until(lk, q_.empty() ? rest_until : std::max(q_.front().due, rest_until));
       continue;
     }
-    while (!q_.empty() && q_.front().due <= now) run_first(lk);
+    while (!q_.empty() && q_.front().due <= now) {
+      batch_.push_back(std::move(q_.front().fn));
+      q_.pop_front();
+    }
+    run_batch(lk);
     rest_until = now + grace;
   }
 }
@@ -48,15 +52,20 @@ void backup_timer::stop() {
   cv_.notify_one();
   th_.join();  // after any check it was running
   lk.lock();
-  while (!q_.empty()) run_first(lk);
+  for (entry& e : q_) batch_.push_back(std::move(e.fn));
+  q_.clear();
+  run_batch(lk);
 }
 
-void backup_timer::run_first(std::unique_lock<std::mutex>& lk) {
-  task_function fn = std::move(q_.front().fn);
-  q_.pop_front();
+void backup_timer::run_batch(std::unique_lock<std::mutex>& lk) {
+  // Unlocked once for the whole batch: add() would otherwise wait for the
+  // lock, and wake this thread, once per check.
   lk.unlock();
-  fn();
-  fn.reset();  // its captures go before stop() can return
+  for (task_function& fn : batch_) {
+    fn();
+    fn.reset();  // its captures go before stop() can return
+  }
+  batch_.clear();
   lk.lock();
 }
 

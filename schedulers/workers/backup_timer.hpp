@@ -16,6 +16,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <sinew/schedulers/task_function.hpp>
 
@@ -51,11 +52,12 @@ class backup_timer {
     task_function fn;
   };
   void loop();
-  void run_first(std::unique_lock<std::mutex>& lk);  // the first check, unlocked meanwhile
+  void run_batch(std::unique_lock<std::mutex>& lk);  // runs and empties batch_, unlocked meanwhile
 
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<entry> q_;  // in order of `due` (a constant delay after add)
+  std::vector<task_function> batch_;  // the checks due, run by one thread at a time
   bool idle_ = false;  // the thread waits without a deadline: add() notifies
   bool stopping_ = false;
   std::thread th_;
