@@ -269,7 +269,10 @@ TEST_CASE("a one-unit run awaited by get() runs on the caller and no worker runs
     CHECK(out[0][0] == (items[0][0] + 1) * 2);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the checks' grace periods are over
-  CHECK(sched->stats().tasks_run == before);
+  // A caller preempted for longer than the grace period between run() and
+  // get() leaves its start to the check, which submits it: at most a few
+  // such runs, where waking a worker for every start ran one task a run.
+  CHECK(sched->stats().tasks_run - before <= 3);
 }
 
 TEST_CASE("an idle graph waiting on its source uses almost no CPU", "[runtime]") {
