@@ -9,8 +9,10 @@ void backup_timer::start() { th_ = std::thread([this] { loop(); }); }
 
 void backup_timer::add(task_function fn) {
   std::unique_lock<std::mutex> lk(m_);
-  q_.push_back({clock::now() + grace, std::move(fn)});
-  // A thread asleep until an earlier deadline wakes in time for this one.
+  last_add_ = clock::now();
+  q_.push_back({last_add_ + grace, std::move(fn)});
+  // A thread asleep until a deadline wakes in time for this check (by its
+  // tick at the latest); one asleep without a deadline needs waking.
   if (idle_) {
     idle_ = false;
     lk.unlock();
@@ -20,27 +22,26 @@ void backup_timer::add(task_function fn) {
 
 void backup_timer::loop() {
   std::unique_lock<std::mutex> lk(m_);
-  // After a round of checks the thread sleeps at least `grace` (and another
-  // `grace` with none waiting before it sleeps without a deadline), so runs
+  // After a round of checks the thread sleeps at least `grace`, so runs
   // started back to back wake it about once per `grace`, not once per run.
   clock::time_point rest_until = clock::now();
   while (!stopping_) {
     const clock::time_point now = clock::now();
-    if (q_.empty() && now >= rest_until) {
+    if (!q_.empty() && q_.front().due <= now && rest_until <= now) {
+      while (!q_.empty() && q_.front().due <= now) {
+        batch_.push_back(std::move(q_.front().fn));
+        q_.pop_front();
+      }
+      run_batch(lk);
+      rest_until = now + grace;
+    } else if (!q_.empty()) {
+      cv_.wait_until(lk, std::max(q_.front().due, rest_until));
+    } else if (now < last_add_ + linger) {
+      cv_.wait_until(lk, std::min(now + tick, last_add_ + linger));
+    } else {
       idle_ = true;
       cv_.wait(lk, [&] { return !idle_ || stopping_; });
-      continue;
     }
-    if (q_.empty() || q_.front().due > now || now < rest_until) {
-      cv_.wait_until(lk, q_.empty() ? rest_until : std::max(q_.front().due, rest_until));
-      continue;
-    }
-    while (!q_.empty() && q_.front().due <= now) {
-      batch_.push_back(std::move(q_.front().fn));
-      q_.pop_front();
-    }
-    run_batch(lk);
-    rest_until = now + grace;
   }
 }
 

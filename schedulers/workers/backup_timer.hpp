@@ -26,8 +26,15 @@ class backup_timer {
  public:
   using clock = std::chrono::steady_clock;
   /// How long a check waits: a caller of get() takes its run's start within
-  /// microseconds; a run nobody waits for starts at most twice this late.
+  /// microseconds.
   static constexpr clock::duration grace = std::chrono::microseconds(100);
+  /// While checks came within `linger`, the thread wakes every `tick`
+  /// instead of sleeping until add() wakes it: add() then makes no system
+  /// call (a futex wake, an interrupt to another core: microseconds under a
+  /// hypervisor, on the caller's path). A run nobody waits for therefore
+  /// starts within about `tick` + `grace`.
+  static constexpr clock::duration tick = std::chrono::milliseconds(1);
+  static constexpr clock::duration linger = std::chrono::milliseconds(50);
 
   backup_timer() = default;
   backup_timer(const backup_timer&) = delete;
@@ -59,6 +66,7 @@ class backup_timer {
   std::deque<entry> q_;  // in order of `due` (a constant delay after add)
   std::vector<task_function> batch_;  // the checks due, run by one thread at a time
   bool idle_ = false;  // the thread waits without a deadline: add() notifies
+  clock::time_point last_add_{};  // when add() was last called
   bool stopping_ = false;
   std::thread th_;
 };

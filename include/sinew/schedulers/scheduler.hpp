@@ -181,12 +181,12 @@ class scheduler {
   /// most likely do the work itself and `fn` only checks that it was done
   /// (a graph run's start, which `run_future::get()` runs on the caller).
   /// `fn` must be short and must not throw. `tbb`, `steal` and `deal` run a
-  /// check submitted from outside their workers after a grace period of
-  /// about 100 us, on a timer thread, so that no worker wakes for a check
-  /// that finds its work done (an idle `tbb` worker spins for a millisecond
-  /// once woken, on the cores a CPU OpenCL device's threads need); from one
-  /// of their workers, as `submit`. The destructor runs the checks still
-  /// waiting. The default: `submit`.
+  /// check submitted from outside their workers on a timer thread after a
+  /// grace period of about 100 us (1 ms at most), so that no worker wakes
+  /// for a check that finds its work done (an idle `tbb` worker spins for a
+  /// millisecond once woken, on the cores a CPU OpenCL device's threads
+  /// need); from one of their workers, as `submit`. The destructor runs the
+  /// checks still waiting. The default: `submit`.
   ///
   /// \code
   /// std::atomic<bool> pending{true};
