@@ -1,11 +1,20 @@
 // The grace-period thread of submit_backup (workers/backup_timer.hpp).
 #include "workers/backup_timer.hpp"
 
+#include <string>
 #include <utility>
+
+#include <sinew/engine/error.hpp>
 
 namespace sinew::detail::workers {
 
 void backup_timer::start() { th_ = std::thread([this] { loop(); }); }
+
+void backup_timer::submit_backup(scheduler& s, bool on_worker, task_function fn) {
+  if (!fn) throw error(std::string(s.name()) + "_scheduler::submit_backup: empty function");
+  if (on_worker) return s.submit(std::move(fn));
+  add(std::move(fn));
+}
 
 void backup_timer::add(task_function fn) {
   std::unique_lock<std::mutex> lk(m_);

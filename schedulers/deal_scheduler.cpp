@@ -100,11 +100,7 @@ deal_scheduler::~deal_scheduler() {
   // the shards free them.
 }
 
-void deal_scheduler::submit_backup(task_function fn) {
-  if (!fn) throw error("deal_scheduler::submit_backup: empty function");
-  if (p_->me()) return submit(std::move(fn));
-  p_->backups.add(std::move(fn));
-}
+void deal_scheduler::submit_backup(task_function fn) { p_->backups.submit_backup(*this, p_->me() != nullptr, std::move(fn)); }
 
 unsigned deal_scheduler::concurrency() const noexcept { return unsigned(p_->workers.size()); }
 const topology& deal_scheduler::topo() const noexcept { return p_->topo; }

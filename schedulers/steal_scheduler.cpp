@@ -113,11 +113,7 @@ void steal_scheduler::submit(task_function fn, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), nullptr, hint);
 }
 
-void steal_scheduler::submit_backup(task_function fn) {
-  if (!fn) throw error("steal_scheduler::submit_backup: empty function");
-  if (p_->me()) return submit(std::move(fn));
-  p_->backups.add(std::move(fn));
-}
+void steal_scheduler::submit_backup(task_function fn) { p_->backups.submit_backup(*this, p_->me() != nullptr, std::move(fn)); }
 
 void steal_scheduler::submit_counted(task_function fn, detail::task_counter& c, const locality_hint& hint) {
   submit_counted_impl(std::move(fn), &c, hint);

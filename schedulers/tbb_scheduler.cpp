@@ -395,10 +395,8 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
 };
 
 void tbb_scheduler::submit_backup(task_function fn) {
-  if (!fn) throw error("tbb_scheduler::submit_backup: empty function");
-  impl* p = p_.get();
-  if (p->own_slot()) return submit(std::move(fn));  // onto the worker's deque: its own wait takes it
-  p->backups.add(std::move(fn));
+  // From a task of ours, onto the worker's deque: its own wait takes it.
+  p_->backups.submit_backup(*this, p_->own_slot() != nullptr, std::move(fn));
 }
 
 void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {

@@ -9,7 +9,7 @@
 //
 //   backup_timer timer;                 // a member of the policy's state
 //   timer.start();                      // last in the policy's constructor
-//   timer.add([w] { if (pending) submit(start); });   // from outside
+//   timer.submit_backup(sched, on_worker, check);     // the policy's submit_backup
 //   timer.stop();                       // first thing in the destructor
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <sinew/schedulers/scheduler.hpp>
 #include <sinew/schedulers/task_function.hpp>
 
 namespace sinew::detail::workers {
@@ -45,15 +46,20 @@ class backup_timer {
   /// the thread sees the owner whole (ThreadSanitizer included, which does
   /// not see oneTBB's hand-offs between the owner's maker and its workers).
   void start();
-  /// Runs `fn` on the timer's thread once `grace` has passed; `fn` must not
-  /// throw.
-  void add(task_function fn);
+  /// `s.submit_backup(fn)` of the policy `s` owning this timer: from one of
+  /// its workers (`on_worker`) a plain submit, which that worker's own wait
+  /// takes; from any other thread add().
+  void submit_backup(scheduler& s, bool on_worker, task_function fn);
   /// Runs the checks still waiting, now, on the calling thread, and joins
   /// the timer's thread: the owner's destructor calls it while the owner
-  /// can still take what the checks submit. add() must not race with it.
+  /// can still take what the checks submit. submit_backup() must not race
+  /// with it.
   void stop();
 
  private:
+  /// Runs `fn` on the timer's thread once `grace` has passed; `fn` must not
+  /// throw.
+  void add(task_function fn);
   struct entry {
     clock::time_point due;
     task_function fn;
