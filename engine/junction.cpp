@@ -96,7 +96,7 @@ bool junction_rt::has_work() const noexcept {
     case junction_spec::zip:
     case junction_spec::join: break;
   }
-  if (!outs[0]->has_space()) return false;
+  if (spec.k == junction_spec::merge && !outs[0]->has_space()) return false;
   const std::uint64_t r = readable.load(std::memory_order_seq_cst);
   for (std::size_t i = 0; i < ins.size(); ++i)
     if ((i >= 64 || (r >> i) & 1) && ins[i]->has_data(drop)) return true;
@@ -315,35 +315,34 @@ junction_rt::progress junction_rt::take() {
     case junction_spec::join: break;
   }
   if (drop && (!pending.empty() || !joining_by_key.empty())) release_pending();
-  if (!outs[0]->try_reserve()) return no_room;
+  // A merge passes on every unit it takes: it reserves first, like a stage.
+  // A zip or join passes on one unit for several: it reserves for the unit a
+  // part completes, and holds that unit while the output is full.
+  const bool merge = spec.k == junction_spec::merge;
+  if (merge && !outs[0]->try_reserve()) return no_room;
   std::size_t i = 0;
   u = pop_any(i);
-  if (!u) {
-    outs[0]->drop_reservation();
-    return no_input;
-  }
-  if (u->end_of_stream()) {
-    outs[0]->drop_reservation();
+  if (!u || u->end_of_stream()) {
+    if (merge) outs[0]->drop_reservation();
+    if (!u) return no_input;
     input_ended(i, u);
     return took;
   }
   taken(*u);
   if (drop_data(u)) {
-    outs[0]->unreserve();
+    if (merge) outs[0]->unreserve();
     return took;
   }
   if (spec.k == junction_spec::zip) u = add_part(i, u);
   else if (spec.k == junction_spec::join) u = join_part(i, u);
-  if (!u) {
-    outs[0]->drop_reservation();
-    return took;
-  }
+  if (!u) return took;  // waits for its other parts (never a merge's)
   if (spec.k == junction_spec::join) {
     u->set_seq(emitted);
     u->set_origin(join_origin);
   }
   ++emitted;
-  push(0, u);
+  if (merge || outs[0]->try_reserve()) push(0, u);
+  else hold(0, u);
   return took;
 }
 

@@ -29,8 +29,10 @@ void own_buffers(layer& l);
 ///
 /// Fan-out takes a unit and holds it (a broadcast: a copy per output, the
 /// buffers shared) until each output it goes to has room: at most one unit
-/// per output is held, and nothing is taken while any is. Fan-in reserves
-/// its output first, like a stage. End of stream leaves a fan-out on every
+/// per output is held, and nothing is taken while any is. A merge reserves
+/// its output first, like a stage; a zip or join reserves only for the unit
+/// a part completes and holds it while the output is full (a part that
+/// completes nothing needs no room). End of stream leaves a fan-out on every
 /// output (its seq: the data units that output got) and a fan-in once every
 /// input has ended.
 ///
