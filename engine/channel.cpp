@@ -73,8 +73,8 @@ void channel::freed() {
   }
 }
 
-void channel::freed_from_full() {
-  if (wake_producer_on_room(producer->max_active == 1, producer->cheap(), !consumer_concurrent_)) freed();
+void channel::room_made(room_wake at) {
+  if (wake_producer_on_room(producer->max_active == 1, producer->cheap(), !consumer_concurrent_) == at) freed();
 }
 
 channel_spec channel_for(const compiled_graph& g, std::size_t i) {

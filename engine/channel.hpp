@@ -15,6 +15,7 @@
 #include "mpmc_channel.hpp"
 #include "reorder_channel.hpp"
 #include "spsc_channel.hpp"
+#include "wake_rule.hpp"
 
 namespace sinew::detail {
 
@@ -93,12 +94,13 @@ class channel : public scalable_new {
     std::size_t before = 0;
     if (!visit(q_, [&](auto& q) { return q.try_pop(u, ticket, any_order, before); })) return false;
     // A producer can only be waiting on us if the channel was full: the first
-    // pop from full wakes it (a farm's replicas that found no room left; the
-    // one this starts, and pushes upstream, bring the others back; a cheap
-    // serial producer of a serial consumer waits for the consumer's leave()),
-    // or the source thread, which counts its waiters.
+    // pop from full, or the one that leaves it half full, wakes it
+    // (wake_rule.hpp; a farm's replicas that found no room left: the one
+    // this starts, and pushes upstream, bring the others back), or the
+    // source thread, which counts its waiters.
     if (!producer) freed();
-    else if (before >= capacity()) freed_from_full();
+    else if (before >= capacity()) room_made(room_wake::first_pop);
+    else if (before == capacity() / 2 + 1) room_made(room_wake::half_empty);
     if (reorder_channel* r = std::get_if<reorder_channel>(&q_)) r->left_region();
     return true;
   }
@@ -129,9 +131,9 @@ class channel : public scalable_new {
   void connect(stage_rt* from, stage_rt* to);
   /// A slot became free: wake the producer.
   void freed();
-  /// The first pop from a full channel: wake the producer now, unless a
-  /// cheap serial stage feeds a serial one (wake_rule.hpp).
-  void freed_from_full();
+  /// A pop made room at point `at` (from full, or down to half full): wakes
+  /// the producer if wake_producer_on_room says so for this channel.
+  void room_made(room_wake at);
   /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
   /// what push returned).
   void pushed(bool head);

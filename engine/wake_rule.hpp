@@ -8,23 +8,35 @@
 
 namespace sinew::detail {
 
-/// Whether a consumer's first pop from a full channel wakes the producer at
-/// once. Not when a cheap serial stage feeds a serial one: the consumer's
-/// activation wakes it when it ends (leave() always does), so the producer
-/// then makes its next units after the consumer has taken these, often on
-/// the same core, and a batch of units goes through the stages where it
-/// was made. Woken at once, it would run on another core beside the
-/// consumer, and the two would trade every unit between cores. A costly
-/// producer is woken at once (pipeline parallelism pays for it), and so is
-/// a farm on either side (its replicas may wait for room or for input).
+/// When a consumer's pops from a full channel wake the producer.
+enum class room_wake {
+  first_pop,       ///< the first pop from full
+  half_empty,      ///< the pop that leaves the queue half full
+  consumer_leave,  ///< only the end of the consumer's activation (leave() always wakes it)
+};
+
+/// When a consumer's pops from a full channel wake its producer. A cheap
+/// serial stage feeding a serial one waits for the consumer's activation to
+/// end, so that it makes its next units after the consumer has taken these,
+/// often on the same core, and a batch of units goes through the stages
+/// where it was made. Woken at every room made, it would run on another core
+/// beside the consumer, and the two would trade every unit between cores. A
+/// cheap farm feeding a serial consumer is woken once the queue is half empty:
+/// it then refills half the queue in one activation while the consumer works
+/// on the other half (at the first pop, each pop started a replica for one
+/// unit; only at the consumer's leave(), the consumer waited for the replicas
+/// to start). A costly producer is woken at once (pipeline parallelism pays
+/// for it), and so is any producer of a farm (its replicas may run long).
 ///
 /// \code
-/// wake_producer_on_room(true, true, true);    // false: cheap serial -> serial, after the activation
-/// wake_producer_on_room(true, false, true);   // true: a costly producer works meanwhile
-/// wake_producer_on_room(false, true, true);   // true: a farm's replicas wait for room
+/// wake_producer_on_room(true, true, true);    // consumer_leave: cheap serial -> serial
+/// wake_producer_on_room(false, true, true);   // half_empty: a cheap farm -> serial
+/// wake_producer_on_room(true, false, true);   // first_pop: a costly producer works meanwhile
+/// wake_producer_on_room(true, true, false);   // first_pop: a farm consumer
 /// \endcode
-constexpr bool wake_producer_on_room(bool producer_serial, bool producer_cheap, bool consumer_serial) noexcept {
-  return !(producer_serial && producer_cheap && consumer_serial);
+constexpr room_wake wake_producer_on_room(bool producer_serial, bool producer_cheap, bool consumer_serial) noexcept {
+  if (!producer_cheap || !consumer_serial) return room_wake::first_pop;
+  return producer_serial ? room_wake::consumer_leave : room_wake::half_empty;
 }
 
 /// Whether a push into a farm's queue wakes the farm at once (it may start

@@ -5,6 +5,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -503,14 +504,16 @@ TEST_CASE("an ordered farm that fails while later units wait for an earlier one 
   CHECK(buffer_pool::global().stats().bytes_in_use == before);
 }
 
-TEST_CASE("the first pop from a full queue wakes its producer unless a cheap serial stage feeds a serial one",
+TEST_CASE("a pop from a full queue wakes its producer at once, at half empty for a cheap farm, at the end for a cheap serial stage",
           "[runtime]") {
   using sinew::detail::wake_producer_on_room;
-  CHECK_FALSE(wake_producer_on_room(true, true, true));  // runs again when the consumer's activation ends
-  CHECK(wake_producer_on_room(true, false, true));       // costly: works beside the consumer
-  CHECK(wake_producer_on_room(false, true, true));       // a farm's replicas wait for room
-  CHECK(wake_producer_on_room(true, true, false));       // a farm consumer may run long
-  CHECK(wake_producer_on_room(false, false, false));
+  using sinew::detail::room_wake;
+  CHECK(wake_producer_on_room(true, true, true) == room_wake::consumer_leave);  // runs when the consumer's activation ends
+  CHECK(wake_producer_on_room(false, true, true) == room_wake::half_empty);     // a cheap farm refills half the queue
+  CHECK(wake_producer_on_room(true, false, true) == room_wake::first_pop);      // costly: works beside the consumer
+  CHECK(wake_producer_on_room(false, false, true) == room_wake::first_pop);     // a costly farm's replicas wait for room
+  CHECK(wake_producer_on_room(true, true, false) == room_wake::first_pop);      // a farm consumer may run long
+  CHECK(wake_producer_on_room(false, false, false) == room_wake::first_pop);
 }
 
 TEST_CASE("a push wakes a farm at once unless one replica keeps up with a cheap producer", "[runtime]") {
@@ -550,6 +553,43 @@ TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order
     for (int i = 0; i < n; ++i) bad += got[std::size_t(i)] != i + 3;
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("a cheap farm before a slower serial stage delivers every unit at every queue capacity under every policy",
+          "[runtime][tsan]") {
+  // The farm is woken by the pop that leaves its output half full (at
+  // capacity 1 and 2 only by the consumer's leave()): a lost wake-up would
+  // hang here.
+  const int n = 2000;
+  struct slow_inc {
+    void operator()(int x, int* y) const {
+      for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(3);) {
+      }
+      *y = x + 1;
+    }
+  };
+  for (const char* p : {"tbb", "steal", "deal"})
+    for (std::size_t cap : {1, 2, 3, 8}) {
+      INFO(p << ", capacity " << cap);
+      auto s = make_scheduler(p, {.threads = 3, .pin = false});
+      graph g(pipeline(farm(map<inc>(), 3, farm_order::unordered), map<slow_inc>()), {.scheduler = s.get(), .capacity = cap});
+      std::vector<int> got;
+      within(std::chrono::seconds(60), "a cheap farm before a slower stage", [&] {
+        g.run(generate([n](unit_builder& b) {
+                if (b.seq() >= std::uint64_t(n)) return false;
+                b.set_shape(shape::d1(1));
+                b.add<int>()[0] = int(b.seq());
+                return true;
+              }),
+              for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); }))
+            .get();
+      });
+      REQUIRE(got.size() == std::size_t(n));
+      std::sort(got.begin(), got.end());
+      std::size_t bad = 0;
+      for (int i = 0; i < n; ++i) bad += got[std::size_t(i)] != i + 2;
+      CHECK(bad == 0);
+    }
 }
 
 TEST_CASE("a serial chain runs on one worker while its stages cost less together than the slowest one and a hop",
