@@ -528,6 +528,16 @@ TEST_CASE("a push wakes a farm at once unless one replica keeps up with a cheap 
   CHECK(wake_farm_on_push(300, unknown, false, cheap));
 }
 
+/// Units of one int each: 0, 1, ..., n - 1.
+source counting(int n) {
+  return generate([n](unit_builder& b) {
+    if (b.seq() >= std::uint64_t(n)) return false;
+    b.set_shape(shape::d1(1));
+    b.add<int>()[0] = int(b.seq());
+    return true;
+  });
+}
+
 TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order under every policy",
           "[runtime][tsan]") {
   // Every pop is from a full queue, and a cheap producer is left to the
@@ -539,14 +549,7 @@ TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order
     graph g(pipeline(map<inc>(), map<inc>(), map<inc>()), {.scheduler = s.get(), .capacity = 1});
     std::vector<int> got;
     within(std::chrono::seconds(60), "a pipeline of capacity 1", [&] {
-      g.run(generate([n](unit_builder& b) {
-              if (b.seq() >= std::uint64_t(n)) return false;
-              b.set_shape(shape::d1(1));
-              b.add<int>()[0] = int(b.seq());
-              return true;
-            }),
-            for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); }))
-          .get();
+      g.run(counting(n), for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); })).get();
     });
     REQUIRE(got.size() == std::size_t(n));
     std::size_t bad = 0;
@@ -575,14 +578,7 @@ TEST_CASE("a cheap farm before a slower serial stage delivers every unit at ever
       graph g(pipeline(farm(map<inc>(), 3, farm_order::unordered), map<slow_inc>()), {.scheduler = s.get(), .capacity = cap});
       std::vector<int> got;
       within(std::chrono::seconds(60), "a cheap farm before a slower stage", [&] {
-        g.run(generate([n](unit_builder& b) {
-                if (b.seq() >= std::uint64_t(n)) return false;
-                b.set_shape(shape::d1(1));
-                b.add<int>()[0] = int(b.seq());
-                return true;
-              }),
-              for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); }))
-            .get();
+        g.run(counting(n), for_each([&](const work_unit& u) { got.push_back(u.input<int>(0)[0]); })).get();
       });
       REQUIRE(got.size() == std::size_t(n));
       std::sort(got.begin(), got.end());
