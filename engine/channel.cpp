@@ -74,7 +74,8 @@ void channel::freed() {
 }
 
 void channel::room_made(room_wake at) {
-  if (wake_producer_on_room(producer->max_active == 1, producer->cheap(), !consumer_concurrent_) == at) freed();
+  if (wake_producer_on_room(producer->max_active == 1, producer->cheap(), !consumer_concurrent_, capacity()) == at)
+    freed();
 }
 
 channel_spec channel_for(const compiled_graph& g, std::size_t i) {

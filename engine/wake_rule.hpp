@@ -4,6 +4,7 @@
 // (docs/runtime.md, "Activation"); pure functions of the stages' kinds and
 // measured costs, used by channel.cpp and serial_chain.cpp.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sinew::detail {
@@ -15,28 +16,36 @@ enum class room_wake {
   consumer_leave,  ///< only the end of the consumer's activation (leave() always wakes it)
 };
 
-/// When a consumer's pops from a full channel wake its producer. A cheap
-/// serial stage feeding a serial one waits for the consumer's activation to
-/// end, so that it makes its next units after the consumer has taken these,
-/// often on the same core, and a batch of units goes through the stages
-/// where it was made. Woken at every room made, it would run on another core
-/// beside the consumer, and the two would trade every unit between cores. A
-/// cheap farm feeding a serial consumer is woken once the queue is half empty:
-/// it then refills half the queue in one activation while the consumer works
-/// on the other half (at the first pop, each pop started a replica for one
-/// unit; only at the consumer's leave(), the consumer waited for the replicas
-/// to start). A costly producer is woken at once (pipeline parallelism pays
-/// for it), and so is any producer of a farm (its replicas may run long).
+/// Below this capacity a cheap farm is woken at the first pop from full: half
+/// the queue is then too few units to pay for waking it later.
+inline constexpr std::size_t half_empty_min_capacity = 8;
+
+/// When a consumer's pops from a full channel of capacity `cap` wake its
+/// producer. A cheap serial stage feeding a serial one waits for the
+/// consumer's activation to end, so that it makes its next units after the
+/// consumer has taken these, often on the same core, and a batch of units
+/// goes through the stages where it was made. Woken at every room made, it
+/// would run on another core beside the consumer, and the two would trade
+/// every unit between cores. A cheap farm feeding a serial consumer is woken
+/// once the queue is half empty: it then refills half the queue in one
+/// activation while the consumer works on the other half (at the first pop,
+/// each pop started a replica for one unit; only at the consumer's leave(),
+/// the consumer waited for the replicas to start). A costly producer is
+/// woken at once (pipeline parallelism pays for it), and so is any producer
+/// of a farm (its replicas may run long).
 ///
 /// \code
-/// wake_producer_on_room(true, true, true);    // consumer_leave: cheap serial -> serial
-/// wake_producer_on_room(false, true, true);   // half_empty: a cheap farm -> serial
-/// wake_producer_on_room(true, false, true);   // first_pop: a costly producer works meanwhile
-/// wake_producer_on_room(true, true, false);   // first_pop: a farm consumer
+/// wake_producer_on_room(true, true, true, 32);    // consumer_leave: cheap serial -> serial
+/// wake_producer_on_room(false, true, true, 32);   // half_empty: a cheap farm -> serial
+/// wake_producer_on_room(false, true, true, 4);    // first_pop: a half of two units
+/// wake_producer_on_room(true, false, true, 32);   // first_pop: a costly producer works meanwhile
+/// wake_producer_on_room(true, true, false, 32);   // first_pop: a farm consumer
 /// \endcode
-constexpr room_wake wake_producer_on_room(bool producer_serial, bool producer_cheap, bool consumer_serial) noexcept {
+constexpr room_wake wake_producer_on_room(bool producer_serial, bool producer_cheap, bool consumer_serial,
+                                          std::size_t cap) noexcept {
   if (!producer_cheap || !consumer_serial) return room_wake::first_pop;
-  return producer_serial ? room_wake::consumer_leave : room_wake::half_empty;
+  if (producer_serial) return room_wake::consumer_leave;
+  return cap >= half_empty_min_capacity ? room_wake::half_empty : room_wake::first_pop;
 }
 
 /// Whether a push into a farm's queue wakes the farm at once (it may start

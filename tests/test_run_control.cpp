@@ -508,12 +508,14 @@ TEST_CASE("a pop from a full queue wakes its producer at once, at half empty for
           "[runtime]") {
   using sinew::detail::wake_producer_on_room;
   using sinew::detail::room_wake;
-  CHECK(wake_producer_on_room(true, true, true) == room_wake::consumer_leave);  // runs when the consumer's activation ends
-  CHECK(wake_producer_on_room(false, true, true) == room_wake::half_empty);     // a cheap farm refills half the queue
-  CHECK(wake_producer_on_room(true, false, true) == room_wake::first_pop);      // costly: works beside the consumer
-  CHECK(wake_producer_on_room(false, false, true) == room_wake::first_pop);     // a costly farm's replicas wait for room
-  CHECK(wake_producer_on_room(true, true, false) == room_wake::first_pop);      // a farm consumer may run long
-  CHECK(wake_producer_on_room(false, false, false) == room_wake::first_pop);
+  CHECK(wake_producer_on_room(true, true, true, 32) == room_wake::consumer_leave);  // runs when the consumer's activation ends
+  CHECK(wake_producer_on_room(false, true, true, 32) == room_wake::half_empty);     // a cheap farm refills half the queue
+  CHECK(wake_producer_on_room(false, true, true, 8) == room_wake::half_empty);
+  CHECK(wake_producer_on_room(false, true, true, 7) == room_wake::first_pop);       // too few units in half the queue
+  CHECK(wake_producer_on_room(true, false, true, 32) == room_wake::first_pop);      // costly: works beside the consumer
+  CHECK(wake_producer_on_room(false, false, true, 32) == room_wake::first_pop);     // a costly farm's replicas wait for room
+  CHECK(wake_producer_on_room(true, true, false, 32) == room_wake::first_pop);      // a farm consumer may run long
+  CHECK(wake_producer_on_room(false, false, false, 32) == room_wake::first_pop);
 }
 
 TEST_CASE("a push wakes a farm at once unless one replica keeps up with a cheap producer", "[runtime]") {
@@ -560,8 +562,8 @@ TEST_CASE("cheap serial stages on queues of one unit deliver every unit in order
 
 TEST_CASE("a cheap farm before a slower serial stage delivers every unit at every queue capacity under every policy",
           "[runtime][tsan]") {
-  // The farm is woken by the pop that leaves its output half full (at
-  // capacity 1 and 2 only by the consumer's leave()): a lost wake-up would
+  // From capacity 8 the farm is woken by the pop that leaves its output
+  // half full (below, by the first pop from full): a lost wake-up would
   // hang here.
   const int n = 2000;
   struct slow_inc {
@@ -572,7 +574,7 @@ TEST_CASE("a cheap farm before a slower serial stage delivers every unit at ever
     }
   };
   for (const char* p : {"tbb", "steal", "deal"})
-    for (std::size_t cap : {1, 2, 3, 8}) {
+    for (std::size_t cap : {1, 2, 3, 8, 9, 16}) {
       INFO(p << ", capacity " << cap);
       auto s = make_scheduler(p, {.threads = 3, .pin = false});
       graph g(pipeline(farm(map<inc>(), 3, farm_order::unordered), map<slow_inc>()), {.scheduler = s.get(), .capacity = cap});
