@@ -28,11 +28,11 @@ inline constexpr std::size_t half_empty_min_capacity = 8;
 /// would run on another core beside the consumer, and the two would trade
 /// every unit between cores. A cheap farm feeding a serial consumer is woken
 /// once the queue is half empty: it then refills half the queue in one
-/// activation while the consumer works on the other half (at the first pop,
-/// each pop started a replica for one unit; only at the consumer's leave(),
-/// the consumer waited for the replicas to start). A costly producer is
-/// woken at once (pipeline parallelism pays for it), and so is any producer
-/// of a farm (its replicas may run long).
+/// activation while the consumer works on the other half (woken at every
+/// pop, it would start a replica for each unit of room; woken only by the
+/// consumer's leave(), the consumer would wait for its replicas to start).
+/// A costly producer is woken at once (pipeline parallelism pays for it),
+/// and so is any producer of a farm (its replicas may run long).
 ///
 /// \code
 /// wake_producer_on_room(true, true, true, 32);    // consumer_leave: cheap serial -> serial
