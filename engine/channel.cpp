@@ -30,6 +30,7 @@ void channel::connect(stage_rt* from, stage_rt* to) {
   producer = from;
   consumer = to;
   consumer_concurrent_ = to->max_active > 1;
+  producer_concurrent_ = from && from->max_active > 1;
 }
 
 void channel::pushed(bool head) {

@@ -100,7 +100,7 @@ class channel : public scalable_new {
     // source thread, which counts its waiters.
     if (!producer) freed();
     else if (before >= capacity()) room_made(room_wake::first_pop);
-    else if (before == capacity() / 2 + 1) room_made(room_wake::half_empty);
+    else if (producer_concurrent_ && before == capacity() / 2 + 1) room_made(room_wake::half_empty);
     if (reorder_channel* r = std::get_if<reorder_channel>(&q_)) r->left_region();
     return true;
   }
@@ -158,6 +158,7 @@ class channel : public scalable_new {
   static queue make_queue(kind k, std::size_t cap_max, int ticket_depth);
 
   bool consumer_concurrent_ = false;  // the consumer may run several activations
+  bool producer_concurrent_ = false;  // the producer may: only a farm is woken at half empty
   queue q_;
 };
 

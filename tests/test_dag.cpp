@@ -55,6 +55,16 @@ std::vector<int> apply(std::vector<int> v, int (*f)(int)) {
 int plus1(int x) { return x + 1; }
 int times2(int x) { return 2 * x; }
 
+/// Source "in" broadcast to trees `a` and `b`, zipped ("pair") into sink "out".
+dag zip_of(node a, node b) {
+  dag d;
+  auto in = d.source("in");
+  auto pa = d.add("a", std::move(a), in);
+  auto pb = d.add("b", std::move(b), in);
+  d.sink("out", d.zip("pair", {pa, pb}));
+  return d;
+}
+
 /// Units of `out` (origin 0, seq k) that are not the pair {a(items[k]), b(items[k])}.
 template <class A, class B>
 std::size_t wrong_pairs(const seen& out, const std::vector<std::vector<int>>& items, const A& a, const B& b) {
@@ -226,12 +236,8 @@ TEST_CASE("dag zip of a capacity-1 slow branch and a wide fast one does not dead
   for (const char* p : policies) {
     INFO(p);
     auto s = two_workers(p);
-    dag d;
-    auto in = d.source("in");
-    auto slow = d.add("slow", pipeline(map<slow_inc>(), map<inc>()).capacity(1), in);
-    auto fast = d.add("fast", farm(map<twice>(), 4), in);
-    d.sink("out", d.zip("pair", {slow, fast}));
-    graph g(d, {.scheduler = s.get(), .capacity = 0});
+    graph g(zip_of(pipeline(map<slow_inc>(), map<inc>()).capacity(1), farm(map<twice>(), 4)),
+            {.scheduler = s.get(), .capacity = 0});
     seen out;
     within(std::chrono::seconds(60), "zip of uneven branches", [&] { g.run({{"in", from(items)}}, {{"out", out.make()}}).get(); });
     REQUIRE(out.count == n);
@@ -248,12 +254,7 @@ TEST_CASE("dag zip before a slow sink holds the unit it completes: each unit onc
   for (const char* p : policies) {
     INFO(p);
     auto s = two_workers(p);
-    dag d;
-    auto in = d.source("in");
-    auto a = d.add("a", map<inc>(), in);
-    auto b = d.add("b", farm(map<twice>(), 3), in);
-    d.sink("out", d.zip("pair", {a, b}));
-    graph g(d, {.scheduler = s.get(), .capacity = 1});
+    graph g(zip_of(map<inc>(), farm(map<twice>(), 3)), {.scheduler = s.get(), .capacity = 1});
     seen out;
     run_future f;
     within(std::chrono::seconds(60), "zip before a slow sink", [&] {
