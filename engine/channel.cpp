@@ -42,7 +42,16 @@ void channel::pushed(bool head) {
   if (consumer->max_active > 1 || head) consumer->hint();
 }
 
+bool channel::consumer_paced() const noexcept {
+  return producer_concurrent_ && consumer_sets_pace(producer->cheap(), !consumer_concurrent_, capacity(),
+                                                    std::holds_alternative<reorder_channel>(q_));
+}
+
 void channel::pushed_to_farm() {
+  // A farm whose output is more than half full is left to its consumer's pop
+  // at half empty: woken at every push, it would start an activation for
+  // each slot of room as the consumer makes it.
+  if (const channel* o = consumer->out; o && o->consumer_paced() && o->size_now() * 2 > o->capacity()) return;
   // The queue's length is read only when the costs alone would leave the
   // farm to the producer's leave().
   if (wake_farm_on_push(producer->unit_cost_ns.load(std::memory_order_relaxed),

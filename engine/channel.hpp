@@ -137,6 +137,9 @@ class channel : public scalable_new {
   /// A unit arrived: wake the consumer if it may be waiting for one (`head`:
   /// what push returned).
   void pushed(bool head);
+  /// The producer is a farm whose pace the consumer sets while the queue is
+  /// half full or fuller (consumer_sets_pace, wake_rule.hpp).
+  bool consumer_paced() const noexcept;
   /// After put(), by the producer stage of a farm consumer that may need
   /// another replica now, from both stages' costs (wake_rule.hpp).
   void pushed_to_farm();

@@ -48,6 +48,10 @@ struct junction_rt {
   void wire(const std::vector<std::unique_ptr<channel>>& channels);
   /// Any thread: an activation could make progress now.
   bool has_work() const noexcept;
+  /// Units it takes from each input per unit it passes on.
+  std::size_t parts_per_unit() const noexcept {
+    return spec.k == junction_spec::zip || spec.k == junction_spec::join ? ins.size() : 1;
+  }
   stage_rt* activation();
   /// End of an activation: wake the producers, claim a consumer to run next.
   stage_rt* leave();

@@ -50,8 +50,19 @@ bool stage_rt::enough_running(unsigned a) const noexcept {
   // over its outputs), as many as keep up with it, while its queue is less
   // than half full (fuller, they do not keep up after all).
   const stage_rt* p = in->producer;
-  return p && p->max_active == 1 && !p->junction && queued * 2 < in->capacity() &&
-         replicas_keep_up(cost, p->unit_cost_ns.load(std::memory_order_relaxed), a);
+  if (p && p->max_active == 1 && !p->junction && queued * 2 < in->capacity() &&
+      replicas_keep_up(cost, p->unit_cost_ns.load(std::memory_order_relaxed), a))
+    return true;
+  // Before a serial consumer that sets its pace (its queue half full or
+  // fuller), as many as keep up with the rate it takes units at.
+  return out && out->consumer_paced() && out->size_now() * 2 >= out->capacity() &&
+         replicas_keep_up(cost, out->consumer->take_interval_ns(), a);
+}
+
+std::uint32_t stage_rt::take_interval_ns() const noexcept {
+  const std::uint64_t c = unit_cost_ns.load(std::memory_order_relaxed);
+  if (c == UINT32_MAX) return UINT32_MAX;
+  return std::uint32_t(std::min<std::uint64_t>(c * (junction ? junction->parts_per_unit() : 1), UINT32_MAX - 1));
 }
 
 stage_rt* stage_rt::leave(stage_rt** later) {

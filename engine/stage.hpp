@@ -97,6 +97,10 @@ struct stage_rt : scalable_new {
   void hint();
   /// With `a` activations running, none more is needed now (replica_rule.hpp).
   bool enough_running(unsigned a) const noexcept;
+  /// Time between two units it takes from one of its inputs, from its
+  /// measured cost (UINT32_MAX: not known yet): a zip or join takes one from
+  /// every input per unit it passes on.
+  std::uint32_t take_interval_ns() const noexcept;
   void spawn();
   static void run_chain(stage_rt* s);
   /// Work of one activation; returns a stage this worker should run next

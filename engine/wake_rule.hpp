@@ -1,6 +1,6 @@
 #pragma once
 // Internal: when making room in a full channel wakes the producer, when a
-// push wakes a farm, and when a serial chain runs on one worker
+// consumer sets a farm's pace, when a push wakes a farm, and when a serial chain runs on one worker
 // (docs/runtime.md, "Activation"); pure functions of the stages' kinds and
 // measured costs, used by channel.cpp and serial_chain.cpp.
 
@@ -46,6 +46,24 @@ constexpr room_wake wake_producer_on_room(bool producer_serial, bool producer_ch
   if (!producer_cheap || !consumer_serial) return room_wake::first_pop;
   if (producer_serial) return room_wake::consumer_leave;
   return cap >= half_empty_min_capacity ? room_wake::half_empty : room_wake::first_pop;
+}
+
+/// Whether the serial consumer of a farm's output queue sets the farm's pace
+/// while the queue is half full or fuller: the farm is cheap and is woken
+/// by the pop that leaves the queue half full (wake_producer_on_room), so
+/// no push needs to wake it while the queue is fuller, and it needs only as
+/// many replicas as keep up with the consumer. Not on a reorder queue (an
+/// ordered farm's), whose count includes the units its replicas are still
+/// making and those waiting for their turn.
+///
+/// \code
+/// consumer_sets_pace(true, true, 32, false);    // true
+/// consumer_sets_pace(true, true, 32, true);     // false: an ordered farm
+/// consumer_sets_pace(true, true, 4, false);     // false: woken at the first pop
+/// consumer_sets_pace(false, true, 32, false);   // false: a costly farm
+/// \endcode
+constexpr bool consumer_sets_pace(bool farm_cheap, bool consumer_serial, std::size_t cap, bool reorder) noexcept {
+  return !reorder && wake_producer_on_room(false, farm_cheap, consumer_serial, cap) == room_wake::half_empty;
 }
 
 /// Whether a push into a farm's queue wakes the farm at once (it may start

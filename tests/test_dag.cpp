@@ -3,6 +3,7 @@
 // end of stream, errors, cancellation and stop through every branch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -272,6 +273,38 @@ TEST_CASE("dag zip before a slow sink holds the unit it completes: each unit onc
     CHECK(st.units_alive_max <= 2 * st.capacity_total + 2 * 2 + 2 + 1);
     CHECK(st.units_alive == 0);
   }
+}
+
+TEST_CASE("dag zip of cheap farms before a slow sink delivers every unit at every queue capacity under every policy",
+          "[dag][tsan]") {
+  // From capacity 8 the zip sets the farms' pace: a push into a farm whose
+  // output is more than half full leaves it to the zip's pop at half empty,
+  // and the farm runs as many replicas as keep up with the zip. A lost
+  // wake-up would hang here.
+  const std::size_t n = 400;
+  auto items = make_items(n, 2);
+  for (const char* p : policies)
+    for (std::size_t cap : {1, 2, 3, 8, 9, 16}) {
+      INFO(p << ", capacity " << cap);
+      auto s = make_scheduler(p, {.threads = 3, .pin = false});
+      graph g(zip_of(farm(map<inc>(), 3, farm_order::unordered), farm(map<twice>(), 3, farm_order::unordered)),
+              {.scheduler = s.get(), .capacity = cap});
+      seen out;
+      run_future f;
+      within(std::chrono::seconds(60), "zip of cheap farms before a slow sink", [&] {
+        f = g.run({{"in", from(items)}}, {{"out", out.make(std::chrono::microseconds(5))}});
+        f.get();
+      });
+      REQUIRE(out.count == n);
+      CHECK(wrong_pairs(out, items, [](const auto& v) { return apply(v, plus1); },
+                        [](const auto& v) { return apply(v, times2); }) == 0);
+      // The zip counts the parts it took; it reads no buffer, so no bytes.
+      const auto st = f.stats();
+      const auto zip = std::find_if(st.stages.begin(), st.stages.end(), [](const auto& x) { return x.path == "pair"; });
+      REQUIRE(zip != st.stages.end());
+      CHECK(zip->units == 2 * n);
+      CHECK(zip->bytes == 0);
+    }
 }
 
 TEST_CASE("dag zip of sources of different lengths fails naming the branches", "[dag][tsan]") {

@@ -518,6 +518,16 @@ TEST_CASE("a pop from a full queue wakes its producer at once, at half empty for
   CHECK(wake_producer_on_room(false, false, false, 32) == room_wake::first_pop);
 }
 
+TEST_CASE("a serial consumer sets a cheap farm's pace when its pop at half empty wakes the farm", "[runtime]") {
+  using sinew::detail::consumer_sets_pace;
+  CHECK(consumer_sets_pace(true, true, 32, false));
+  CHECK(consumer_sets_pace(true, true, 8, false));
+  CHECK_FALSE(consumer_sets_pace(true, true, 32, true));   // an ordered farm: its queue counts units in the making
+  CHECK_FALSE(consumer_sets_pace(true, true, 7, false));   // woken at the first pop from full
+  CHECK_FALSE(consumer_sets_pace(false, true, 32, false)); // a costly farm
+  CHECK_FALSE(consumer_sets_pace(true, false, 32, false)); // a farm consumer
+}
+
 TEST_CASE("a push wakes a farm at once unless one replica keeps up with a cheap producer", "[runtime]") {
   using sinew::detail::wake_farm_on_push;
   constexpr std::uint32_t cheap = 2000, unknown = UINT32_MAX;

@@ -89,7 +89,7 @@ struct stage_stats {
   /// Blocked by back pressure: its output queue (or ordered window) was full
   /// (from the end of an activation that found no room to the next start).
   std::uint64_t wait_out_ns = 0;
-  std::uint64_t bytes = 0;         ///< layer-0 bytes of the units it processed
+  std::uint64_t bytes = 0;         ///< layer-0 bytes of the units it processed (0: a junction reads none)
   /// Chunks the units were split into (maps: scheduler parallel_for blocks
   /// run, summed over units; 0 for stages that never split).
   std::uint64_t chunks = 0;
