@@ -28,7 +28,7 @@ class item_cost {
   /// The time a task should take: well above a task's start (about 1 µs) and a
   /// sleeping worker's wake-up, short enough that units of a millisecond or
   /// more still split over every core.
-  static constexpr std::uint64_t task_ns = 20000;
+  static constexpr std::uint64_t task_ns = 10000;
 
   /// Items per task: at least `min_items`, and as many as take `task_ns`
   /// once the cost is known.

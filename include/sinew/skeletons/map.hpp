@@ -39,7 +39,7 @@ struct map_options {
   /// elements / 1 index / 256 records. Lower it for costly leaves (e.g. 1
   /// for Series, where one element is a whole integral). Once the leaf's
   /// cost per item is measured, a task also gets as many items as take
-  /// about 20 µs (detail/item_cost.hpp).
+  /// about 10 µs (detail/item_cost.hpp).
   std::size_t min_task = 0;
 };
 
