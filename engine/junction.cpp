@@ -340,8 +340,9 @@ junction_rt::progress junction_rt::take() {
     const char* l = reinterpret_cast<const char*>(&u->in());
     for (std::size_t b = 0; b < sizeof(layer); b += cache_line) __builtin_prefetch(l + b);
     u = add_part(i, u);
+  } else if (spec.k == junction_spec::join) {
+    u = join_part(i, u);
   }
-  else if (spec.k == junction_spec::join) u = join_part(i, u);
   if (!u) return took;  // waits for its other parts (never a merge's)
   if (spec.k == junction_spec::join) {
     u->set_seq(emitted);

@@ -1,8 +1,9 @@
 #pragma once
 // Internal: when making room in a full channel wakes the producer, when a
-// consumer sets a farm's pace, when a push wakes a farm, and when a serial chain runs on one worker
-// (docs/runtime.md, "Activation"); pure functions of the stages' kinds and
-// measured costs, used by channel.cpp and serial_chain.cpp.
+// consumer sets a farm's pace, when a push wakes a farm, and when a serial
+// chain runs on one worker (docs/runtime.md, "Activation"); pure functions
+// of the stages' kinds and measured costs, used by channel.cpp and
+// serial_chain.cpp.
 
 #include <cstddef>
 #include <cstdint>
