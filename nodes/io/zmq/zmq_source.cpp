@@ -66,7 +66,10 @@ class zmq_source_impl final : public detail::message_source {
       if (wake_.signalled()) return got::stopped;
       parts_.clear();
       try {
-        if (zmq::recv_multipart(s_.sock, std::back_inserter(parts_), zmq::recv_flags::dontwait)) return got::message;
+        if (zmq::recv_multipart(s_.sock, std::back_inserter(parts_), zmq::recv_flags::dontwait)) {
+          detail::zmq_spares::process().received();
+          return got::message;
+        }
       } catch (const zmq::error_t& e) {
         throw error(s_.who + ": receive failed: " + e.what());
       }

@@ -16,10 +16,33 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
 namespace sinew::io::detail {
 
 class zmq_spares {
  public:
+  /// For ThreadSanitizer: libzmq (not built with it) reuses a decoder
+  /// buffer once every message in it is closed, a hand-over through its own
+  /// reference counts that TSan cannot see. A sink calls sent() after it
+  /// wrote a spare and before it hands it to ZeroMQ, a source received()
+  /// after each message it receives, so that a spare's bytes the sink wrote
+  /// come before the source's reads of a message ZeroMQ later put there.
+  /// Nothing in other builds.
+  void sent() noexcept {
+#if defined(__SANITIZE_THREAD__)
+    __tsan_release(&reuse_);
+#endif
+  }
+  void received() noexcept {
+#if defined(__SANITIZE_THREAD__)
+    __tsan_acquire(&reuse_);
+#endif
+  }
+
   /// libzmq stores a message of up to this many bytes inside the message
   /// itself (msg_t's max_vsm_size): sending a copy of one allocates nothing.
   static constexpr std::size_t inline_bytes = 33;
@@ -47,6 +70,7 @@ class zmq_spares {
   std::mutex m_;
   std::deque<std::pair<std::vector<zmq::message_t>, std::size_t>> batches_;  // and their bytes
   std::size_t held_ = 0, held_bytes_ = 0;
+  [[maybe_unused]] char reuse_ = 0;  // the address sent() and received() synchronise on
 };
 
 }  // namespace sinew::io::detail
