@@ -77,6 +77,23 @@ std::size_t wrong_pairs(const seen& out, const std::vector<std::vector<int>>& it
   return bad;
 }
 
+/// Runs a zip_of graph on `items` into `out` (the sink taking `delay` a
+/// unit); a hang past 60 s fails as `what`.
+run_future run_zip(graph& g, std::vector<std::vector<int>>& items, seen& out, const char* what,
+                   std::chrono::microseconds delay = {}) {
+  run_future f;
+  within(std::chrono::seconds(60), what, [&] {
+    f = g.run({{"in", from(items)}}, {{"out", out.make(delay)}});
+    f.get();
+  });
+  return f;
+}
+/// Units of `out` that are not the pair {items[k] + 1, 2 items[k]}.
+std::size_t wrong_inc_twice(const seen& out, const std::vector<std::vector<int>>& items) {
+  return wrong_pairs(out, items, [](const auto& v) { return apply(v, plus1); },
+                     [](const auto& v) { return apply(v, times2); });
+}
+
 struct slow_inc {
   void operator()(int x, int* y) const {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -240,7 +257,7 @@ TEST_CASE("dag zip of a capacity-1 slow branch and a wide fast one does not dead
     graph g(zip_of(pipeline(map<slow_inc>(), map<inc>()).capacity(1), farm(map<twice>(), 4)),
             {.scheduler = s.get(), .capacity = 0});
     seen out;
-    within(std::chrono::seconds(60), "zip of uneven branches", [&] { g.run({{"in", from(items)}}, {{"out", out.make()}}).get(); });
+    run_zip(g, items, out, "zip of uneven branches");
     REQUIRE(out.count == n);
     CHECK(wrong_pairs(out, items, [](const auto& v) { return apply(apply(v, plus1), plus1); },
                       [](const auto& v) { return apply(v, times2); }) == 0);
@@ -257,15 +274,10 @@ TEST_CASE("dag zip before a slow sink holds the unit it completes: each unit onc
     auto s = two_workers(p);
     graph g(zip_of(map<inc>(), farm(map<twice>(), 3)), {.scheduler = s.get(), .capacity = 1});
     seen out;
-    run_future f;
-    within(std::chrono::seconds(60), "zip before a slow sink", [&] {
-      f = g.run({{"in", from(items)}}, {{"out", out.make(std::chrono::microseconds(20))}});
-      f.get();
-    });
+    const run_future f = run_zip(g, items, out, "zip before a slow sink", std::chrono::microseconds(20));
     REQUIRE(out.count == n);
     CHECK(out.ends == 1);
-    CHECK(wrong_pairs(out, items, [](const auto& v) { return apply(v, plus1); },
-                      [](const auto& v) { return apply(v, times2); }) == 0);
+    CHECK(wrong_inc_twice(out, items) == 0);
     const auto st = f.stats();
     // Capacities, a unit made or consumed per source and sink, the two
     // broadcast outputs and the zip's held unit, and the parts waiting for
@@ -290,14 +302,9 @@ TEST_CASE("dag zip of cheap farms before a slow sink delivers every unit at ever
       graph g(zip_of(farm(map<inc>(), 3, farm_order::unordered), farm(map<twice>(), 3, farm_order::unordered)),
               {.scheduler = s.get(), .capacity = cap});
       seen out;
-      run_future f;
-      within(std::chrono::seconds(60), "zip of cheap farms before a slow sink", [&] {
-        f = g.run({{"in", from(items)}}, {{"out", out.make(std::chrono::microseconds(5))}});
-        f.get();
-      });
+      const run_future f = run_zip(g, items, out, "zip of cheap farms before a slow sink", std::chrono::microseconds(5));
       REQUIRE(out.count == n);
-      CHECK(wrong_pairs(out, items, [](const auto& v) { return apply(v, plus1); },
-                        [](const auto& v) { return apply(v, times2); }) == 0);
+      CHECK(wrong_inc_twice(out, items) == 0);
       // The zip counts the parts it took; it reads no buffer, so no bytes.
       const auto st = f.stats();
       const auto zip = std::find_if(st.stages.begin(), st.stages.end(), [](const auto& x) { return x.path == "pair"; });
