@@ -179,8 +179,7 @@ void junction_rt::push(std::size_t k, work_unit* u) {
 void junction_rt::hold(std::size_t k, work_unit* u) {
   held[k] = u;
   held_eos.store(u->end_of_stream(), std::memory_order_relaxed);
-  if (k < 64) held_mask.fetch_or(std::uint64_t(1) << k, std::memory_order_seq_cst);
-  else held_mask.fetch_or(std::uint64_t(1) << 63, std::memory_order_seq_cst);
+  held_mask.fetch_or(held_bit(k), std::memory_order_seq_cst);
 }
 
 bool junction_rt::deliver() {
@@ -203,7 +202,7 @@ bool junction_rt::deliver() {
   else {
     std::uint64_t m = 0;
     for (std::size_t k = 0; k < outs.size(); ++k)
-      if (held[k]) m |= std::uint64_t(1) << (k < 64 ? k : 63);
+      if (held[k]) m |= held_bit(k);
     held_mask.store(m, std::memory_order_seq_cst);
   }
   return !left;
@@ -288,13 +287,21 @@ junction_rt::progress junction_rt::take() {
       if (drop_data(u)) return took;
       if (spec.k == junction_spec::broadcast) {
         // Every output but the last gets a copy: the layers are copied, the
-        // buffers shared (reference counts), never their data.
-        for (std::size_t k = 0; k + 1 < outs.size(); ++k) {
+        // buffers shared (reference counts), never their data. Nothing is
+        // held (take() runs only then), and all are published by one store:
+        // a locked update of held_mask per copy would each wait for that
+        // copy's stores, to lines other cores wrote last.
+        const std::size_t n = outs.size();
+        std::uint64_t m = held_bit(n - 1);
+        for (std::size_t k = 0; k + 1 < n; ++k) {
           work_unit* c = run.acquire_unit();
           *c = *u;
-          hold(k, c);
+          held[k] = c;
+          m |= held_bit(k);
         }
-        hold(outs.size() - 1, u);
+        held[n - 1] = u;
+        held_eos.store(false, std::memory_order_relaxed);
+        held_mask.store(m, std::memory_order_seq_cst);
         return took;
       }
       std::size_t k;

@@ -66,6 +66,8 @@ struct junction_rt {
   /// Pushes held units where there is room; true when none is held.
   bool deliver();
   void push(std::size_t k, work_unit* u);
+  /// held_mask's bit for output k (outputs past 63 share the last bit).
+  static std::uint64_t held_bit(std::size_t k) noexcept { return std::uint64_t(1) << (k < 64 ? k : 63); }
   void hold(std::size_t k, work_unit* u);
   /// End of stream on every output (from `e`, released).
   void end_outputs(work_unit* e);
