@@ -291,6 +291,7 @@ junction_rt::progress junction_rt::take() {
         // held (take() runs only then), and all are published by one store:
         // a locked update of held_mask per copy would each wait for that
         // copy's stores, to lines other cores wrote last.
+        assert(held_mask.load(std::memory_order_relaxed) == 0);
         const std::size_t n = outs.size();
         std::uint64_t m = held_bit(n - 1);
         for (std::size_t k = 0; k + 1 < n; ++k) {
