@@ -287,17 +287,20 @@ junction_rt::progress junction_rt::take() {
       if (drop_data(u)) return took;
       if (spec.k == junction_spec::broadcast) {
         // Every output but the last gets a copy: the layers are copied, the
-        // buffers shared (reference counts), never their data. Nothing is
-        // held (take() runs only then), and all are published by one store:
-        // a locked update of held_mask per copy would each wait for that
-        // copy's stores, to lines other cores wrote last.
+        // buffers shared (reference counts), never their data. The copies'
+        // lines, which other cores wrote last, are all asked for before any
+        // is written. Nothing is held (take() runs only then), and all are
+        // published by one store: a locked update of held_mask per copy
+        // would each wait for that copy's stores.
         assert(held_mask.load(std::memory_order_relaxed) == 0);
         const std::size_t n = outs.size();
         std::uint64_t m = held_bit(n - 1);
         for (std::size_t k = 0; k + 1 < n; ++k) {
-          work_unit* c = run.acquire_unit();
-          *c = *u;
-          held[k] = c;
+          held[k] = run.acquire_unit();
+          prefetch_for_write(held[k], sizeof(work_unit));
+        }
+        for (std::size_t k = 0; k + 1 < n; ++k) {
+          *held[k] = *u;
           m |= held_bit(k);
         }
         held[n - 1] = u;
