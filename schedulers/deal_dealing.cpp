@@ -152,7 +152,13 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
   std::size_t b = 0;
   if (!workers::begin_loop(p.sc, L, n, node_workers, w, local, b, q == local)) {
     const std::size_t parts = std::min(workers::chunk_count(n - b, grain), node_workers);
-    const std::size_t first_pushed = away ? 0 : 1;
+    // With the static assignment (workers::affine_gate), segment i goes to
+    // the shard of the node's i-th worker and a caller on that node runs
+    // its own.
+    impl::node_queue& Q = *p.nodes[std::size_t(q)];
+    const workers::affine_gate::claim aff(p.affine, hint.affinity && parts == Q.shards.size(), parts);
+    const bool affine = aff.held();
+    const std::size_t mine = away ? parts : affine ? w->rank : 0;
     std::vector<task*> segs;
     segs.reserve(parts);
     for (std::size_t i = 0; i < parts; ++i) {
@@ -163,12 +169,16 @@ void deal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, s
       t->submitter = w ? int(w->index) : -1;
       segs.push_back(t);
     }
-    if (parts > first_pushed) {
-      p.push_all(q, segs.data() + first_pushed, segs.data() + parts);
-      p.announce_work_n(q, parts - first_pushed);
+    if (affine) {
+      for (std::size_t i = 0; i < parts; ++i)
+        if (i != mine) Q.shards[i]->push(segs[i]);
+    } else {
+      p.push_all(q, segs.data() + (mine < parts), segs.data() + parts);
     }
+    const std::size_t pushed = parts - (mine < parts);
+    if (pushed) p.announce_work_n(q, pushed);
     if (w) {
-      if (!away) p.run_task(*w, segs[0]);  // halves onto our deque, runs the leftmost block
+      if (!away) p.run_task(*w, segs[mine]);  // halves onto our deque, runs the leftmost block
       p.help_until_done(*w, workers::count_done(L.remaining));
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);

@@ -22,6 +22,7 @@
 
 #include "workers/backup_timer.hpp"
 #include "workers/loop_ctx.hpp"
+#include "workers/map_dispatch.hpp"
 #include "workers/parking_lot.hpp"
 #include "workers/run_task.hpp"
 #include "workers/task_cache.hpp"
@@ -128,6 +129,7 @@ struct deal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_waiters{0};  // outside threads in parallel_for
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};
   alignas(64) std::atomic<bool> stopping{false};
+  detail::workers::affine_gate affine;  // static segment assignment of loops with an affinity
   alignas(64) std::atomic<std::uint64_t> rr{0};  // round-robin node of outside threads
   std::atomic<std::uint64_t> ext_kept_local{0};
   detail::workers::scheduler_counters sc;

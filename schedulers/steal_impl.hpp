@@ -145,6 +145,7 @@ struct steal_scheduler::impl {
   alignas(64) std::atomic<std::uint32_t> ext_waiters{0};    // outside threads in parallel_for
   alignas(64) std::atomic<std::uint32_t> ext_epoch{0};      // their futex word
   alignas(64) std::atomic<bool> stopping{false};
+  workers::affine_gate affine;  // static segment assignment of loops with an affinity
   workers::scheduler_counters sc;
 
   detail::workers::backup_timer backups;  // submit_backup from outside

@@ -164,10 +164,14 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
   // Map dispatch (workers/map_dispatch.hpp).
   std::size_t b = 0;
   if (!workers::begin_loop(p.sc, L, n, p.threads, w, w ? w->node : 0, b)) {
-    // One segment per participant (the calling worker keeps the first);
-    // pushed in one step, then one wake for the others.
+    // One segment per participant, pushed in one step, then one wake for
+    // the others. The calling worker keeps the first; with the static
+    // assignment (workers::affine_gate) its own, and segment i goes to
+    // worker i's shard, where idle workers may still take it.
     const std::size_t parts = std::min<std::size_t>(workers::chunk_count(n - b, grain), p.threads);
-    const std::size_t first_pushed = w ? 1 : 0;
+    const workers::affine_gate::claim aff(p.affine, hint.affinity && parts == p.threads, p.threads);
+    const bool affine = aff.held();
+    const std::size_t mine = !w ? parts : affine ? w->index : 0;
     auto make = [&](std::size_t i) {
       task* t = tl_cache.get();
       t->loop = &L;
@@ -175,15 +179,17 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
       t->e = workers::segment_begin(b, n, parts, i + 1);
       return t;
     };
-    if (w) {
-      for (std::size_t i = parts; i-- > first_pushed;) w->dq.push(make(i));  // thieves take segment 1 first
+    if (w && !affine) {
+      for (std::size_t i = parts; i-- > 1;) w->dq.push(make(i));  // thieves take segment 1 first
     } else {
       // Segment i to shard i: each worker finds one in its own shard.
-      for (std::size_t i = first_pushed; i < parts; ++i) p.shards[i % p.shards.size()]->push(make(i));
+      for (std::size_t i = 0; i < parts; ++i)
+        if (i != mine) p.shards[i % p.shards.size()]->push(make(i));
     }
-    if (parts > first_pushed) p.announce_work(parts - first_pushed);
+    const std::size_t pushed = parts - (mine < parts);
+    if (pushed) p.announce_work(pushed);
     if (w) {
-      p.run_task(*w, make(0));  // halves onto our deque, runs the leftmost block
+      p.run_task(*w, make(mine));  // halves onto our deque, runs the leftmost block
       p.help_until_done(*w, workers::count_done(L.remaining));
     } else {
       workers::wait_outside(L, p.ext_waiters, p.ext_epoch);

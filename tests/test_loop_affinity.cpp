@@ -1,17 +1,24 @@
 // Loop affinity: a repeated loop's owner keeps where its blocks ran, and the
-// `tbb` policy gives them the same workers again (affinity_partitioner).
-// These check the record's ownership, the loops' results with it, and that
-// a map passes one record for all its units.
+// policies give them the same workers again (`tbb`: affinity_partitioner;
+// `steal` and `deal`: segment i to worker i). These check the record's
+// ownership, the loops' results with it, that steal and deal repeat the
+// segment-to-worker assignment, and that a map passes one record for all its
+// units.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include <sinew/detail/item_cost.hpp>
+#include <sinew/schedulers/deal_scheduler.hpp>
+#include <sinew/schedulers/steal_scheduler.hpp>
 #include <sinew/schedulers/tbb_scheduler.hpp>
 #include <sinew/sinew.hpp>
 
@@ -155,6 +162,56 @@ TEST_CASE("tbb_scheduler: loops with a loop_affinity cover their range once, als
   loop_affinity::hold<loop_affinity::record> h(aff, &s, [&] { return std::make_unique<counted_record>(made); });
   CHECK(h.get() != nullptr);
   CHECK(made == 0);  // kept
+}
+
+// Runs `rounds` loops of one segment per worker, each called from a task (a
+// worker) after the others have gone to sleep; every segment waits for all
+// of them, so each runs on a worker of its own. Returns, per segment, the
+// most rounds one thread ran it in.
+std::vector<int> segment_owners(scheduler& s, unsigned workers, int rounds, bool with_affinity) {
+  const std::size_t grain = 1000, n = workers * grain;  // one chunk a worker: no halving
+  loop_affinity aff;
+  std::vector<std::map<std::thread::id, int>> ran(workers);
+  std::vector<int> sum(n, 0);
+  for (int r = 0; r < rounds; ++r) {
+    std::barrier all(workers);
+    std::atomic<bool> done{false};
+    s.submit([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the other workers park
+      s.parallel_for_at({.affinity = with_affinity ? &aff : nullptr}, n, grain, [&](std::size_t b, std::size_t e) {
+        ++ran[b / grain][std::this_thread::get_id()];
+        for (std::size_t i = b; i < e; ++i) ++sum[i];
+        all.arrive_and_wait();
+      });
+      done.store(true);
+    });
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(all_equal(sum, rounds));
+  std::vector<int> most;
+  for (auto& m : ran) {
+    int k = 0;
+    for (auto& [id, c] : m) k = std::max(k, c);
+    most.push_back(k);
+  }
+  return most;
+}
+
+TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worker assignment again",
+          "[scheduler]") {
+  constexpr unsigned W = 4;
+  constexpr int R = 6;
+  auto repeated = [](const std::vector<int>& most) {  // every segment on one thread in most rounds
+    return std::all_of(most.begin(), most.end(), [](int k) { return k >= R - 2; });
+  };
+  SECTION("steal") {
+    steal_scheduler s(W, false);
+    CHECK(repeated(segment_owners(s, W, R, true)));
+  }
+  SECTION("deal") {
+    deal_scheduler s(topology::synthetic(1, W));
+    CHECK(repeated(segment_owners(s, W, R, true)));
+  }
 }
 
 TEST_CASE("a map passes one loop_affinity for all its units and computes them right", "[runtime]") {

@@ -1,6 +1,7 @@
 #pragma once
 // Map dispatch: how steal and deal start, split, run and wait for a
 // parallel_for.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -113,6 +114,40 @@ inline void wait_outside(const loop_ctx& L, std::atomic<std::uint32_t>& waiters,
     waiters.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
+
+// Whether a loop with an affinity gets the static segment-to-worker
+// assignment (segment i to worker i, so successive loops of one length give
+// every worker the same elements, which its core's cache may still hold, as
+// OpenMP's static schedule does). That pays while few such loops run at once
+// (a pipeline of maps: each worker holds a segment of each); once more than
+// half as many loops as workers run (maps in farms), a caller keeps its
+// loop's segments on its own deque instead, and each unit's data stays with
+// the worker that runs most of it. The count is a heuristic: relaxed.
+//
+//   workers::affine_gate::claim aff(p.affine, hint.affinity && parts == threads, threads);
+//   if (aff.held()) { /* segment i to worker i */ }
+class affine_gate {
+ public:
+  class claim {
+   public:
+    claim(affine_gate& g, bool wanted, std::size_t workers) noexcept : g_(wanted ? &g : nullptr) {
+      if (g_) held_ = g_->loops_.fetch_add(1, std::memory_order_relaxed) < std::max<std::size_t>(1, workers / 2);
+    }
+    claim(const claim&) = delete;
+    claim& operator=(const claim&) = delete;
+    ~claim() {
+      if (g_) g_->loops_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    bool held() const noexcept { return held_; }
+
+   private:
+    affine_gate* g_;
+    bool held_ = false;
+  };
+
+ private:
+  alignas(64) std::atomic<std::size_t> loops_{0};  // loops with an affinity running
+};
 
 // The start of parallel_for in both policies: counts it and decides
 // whether the caller runs the loop alone (the inline test over `workers`
