@@ -128,14 +128,16 @@ TEST_CASE("map dispatch: a one-chunk loop and loops of trivial chunks run on the
   auto st = s->stats();
   CHECK(st.wakeups == 0);
   CHECK(st.parallel_fors_inline == 1);
-  // 64 empty chunks cost far less than waking a worker: the caller runs
-  // them (the decision times the first chunk, so allow for a preempted
-  // probe: at least one of 20 loops must stay inline; ThreadSanitizer slows
-  // the probe past the limit, so there only the one-chunk loop counts).
+  // 16 empty chunks (the fewest a loop over four workers probes) cost far
+  // less than waking a worker: the caller runs them. The decision times the
+  // first chunk, so allow for a preempted probe: at least one of 20 loops
+  // must stay inline; ThreadSanitizer slows the probe past the limit, so
+  // there only the one-chunk loop counts. 16 chunks give the probe 10 µs /
+  // 15 (64 gave it 159 ns, within reach of the two clock reads around it).
   std::atomic<std::size_t> covered{0};
   for (int k = 0; k < 20; ++k)
-    s->parallel_for(64, 1, [&](std::size_t b, std::size_t e) { covered += e - b; });
-  CHECK(covered.load() == 20 * 64);
+    s->parallel_for(16, 1, [&](std::size_t b, std::size_t e) { covered += e - b; });
+  CHECK(covered.load() == 20 * 16);
   CHECK(s->stats().parallel_fors_inline >= (sched_test::tsan ? 1u : 2u));
 }
 
