@@ -198,7 +198,7 @@ std::vector<int> segment_owners(scheduler& s, unsigned workers, int rounds, bool
 }
 
 TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worker assignment again",
-          "[scheduler]") {
+          "[scheduler][tsan]") {
   constexpr unsigned W = 4;
   constexpr int R = 6;
   auto repeated = [](const std::vector<int>& most) {  // every segment on one thread in most rounds
