@@ -164,11 +164,11 @@ TEST_CASE("tbb_scheduler: loops with a loop_affinity cover their range once, als
   CHECK(made == 0);  // kept
 }
 
-// Runs `rounds` loops of one segment per worker, each called from a task (a
-// worker) after the others have gone to sleep; every segment waits for all
-// of them, so each runs on a worker of its own. Returns, per segment, the
-// most rounds one thread ran it in.
-std::vector<int> segment_owners(scheduler& s, unsigned workers, int rounds, bool with_affinity) {
+// Runs `rounds` loops with one affinity and one segment per worker, each
+// called from a task (a worker) after the others have gone to sleep; every
+// segment waits for all of them, so each runs on a worker of its own.
+// Returns, per segment, the most rounds one thread ran it in.
+static std::vector<int> segment_owners(scheduler& s, unsigned workers, int rounds) {
   const std::size_t grain = 1000, n = workers * grain;  // one chunk a worker: no halving
   loop_affinity aff;
   std::vector<std::map<std::thread::id, int>> ran(workers);
@@ -178,7 +178,7 @@ std::vector<int> segment_owners(scheduler& s, unsigned workers, int rounds, bool
     std::atomic<bool> done{false};
     s.submit([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the other workers park
-      s.parallel_for_at({.affinity = with_affinity ? &aff : nullptr}, n, grain, [&](std::size_t b, std::size_t e) {
+      s.parallel_for_at({.affinity = &aff}, n, grain, [&](std::size_t b, std::size_t e) {
         ++ran[b / grain][std::this_thread::get_id()];
         for (std::size_t i = b; i < e; ++i) ++sum[i];
         all.arrive_and_wait();
@@ -206,11 +206,11 @@ TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worke
   };
   SECTION("steal") {
     steal_scheduler s(W, false);
-    CHECK(repeated(segment_owners(s, W, R, true)));
+    CHECK(repeated(segment_owners(s, W, R)));
   }
   SECTION("deal") {
     deal_scheduler s(topology::synthetic(1, W));
-    CHECK(repeated(segment_owners(s, W, R, true)));
+    CHECK(repeated(segment_owners(s, W, R)));
   }
 }
 
