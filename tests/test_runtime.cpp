@@ -1,7 +1,8 @@
 // Skeleton semantics, alone and nested, against sequential results:
 // maps, pipelines, farms, loops, reductions, ordering, describe(), into()
 // and a leaf's view of its scheduler. A run's control (end of stream,
-// errors, cancellation, activation) is in test_run_control.cpp.
+// errors, cancellation) is in test_run_control.cpp, activation in
+// test_activation.cpp.
 #include <catch2/catch.hpp>
 
 #include <atomic>
