@@ -169,7 +169,10 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
     // assignment (workers::affine_gate) its own, and segment i goes to
     // worker i's shard, where idle workers may still take it.
     const std::size_t parts = std::min<std::size_t>(workers::chunk_count(n - b, grain), p.threads);
-    const workers::affine_gate::claim aff(p.affine, hint.affinity && parts == p.threads, p.threads);
+    // A caller past max_help_depth helps only from its own deque, where it
+    // must find its loop's segments (workers/run_task.hpp).
+    const bool deep = w && w->depth >= workers::max_help_depth;
+    const workers::affine_gate::claim aff(p.affine, hint.affinity && parts == p.threads && !deep, p.threads);
     const bool affine = aff.held();
     const std::size_t mine = !w ? parts : affine ? w->index : 0;
     auto make = [&](std::size_t i) {

@@ -214,6 +214,48 @@ TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worke
   }
 }
 
+// A chain of `depth` nested task groups, one task each, whose innermost
+// task meets the other chains' at `meet` and then runs a loop with an
+// affinity of one 20 ms segment per worker; `foreign` counts segments run
+// by another thread than the loop's caller.
+static void deep_loop(scheduler& s, int depth, std::atomic<unsigned>& meet, unsigned workers,
+                      std::atomic<int>& foreign) {
+  task_group g(s);
+  if (depth > 0) {
+    g.run([&, depth] { deep_loop(s, depth - 1, meet, workers, foreign); });
+  } else {
+    meet.fetch_add(1);
+    while (meet.load() < workers) std::this_thread::yield();
+    const auto caller = std::this_thread::get_id();
+    loop_affinity aff;
+    s.parallel_for_at({.affinity = &aff}, workers * 1000, 1000, [&](std::size_t, std::size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (std::this_thread::get_id() != caller) foreign.fetch_add(1);
+    });
+  }
+  g.wait();
+}
+
+TEST_CASE("steal: a worker past the helping depth keeps its loop's segments, affinity or not", "[scheduler][nested]") {
+  // Every worker is 80 task groups deep (past max_help_depth, where a steal
+  // waiter runs only tasks of its own deque) when it starts its loop: a
+  // segment given to another worker's shard would wait there until that
+  // worker's own chain had unwound. Each caller runs all of its segments
+  // itself, one after the other, before any other worker is free to take
+  // one. (A deal waiter that deep still takes from its own shard, where the
+  // affinity puts its segments.)
+  constexpr unsigned W = 2;
+  steal_scheduler s(W, false);
+  std::atomic<unsigned> meet{0};
+  std::atomic<int> foreign{0};
+  sinew_test::within(std::chrono::seconds(60), "steal deep loops", [&] {
+    task_group top(s);
+    for (unsigned k = 0; k < W; ++k) top.run([&] { deep_loop(s, 80, meet, W, foreign); });
+    top.wait();
+  });
+  CHECK(foreign.load() == 0);
+}
+
 TEST_CASE("a map passes one loop_affinity for all its units and computes them right", "[runtime]") {
   tbb_scheduler real(2);
   affinity_spy spy(real);
