@@ -3,14 +3,17 @@
 /// Where the blocks of a repeated parallel loop ran last time. The loop's
 /// owner (a map, for the successive units of a stream) keeps one and passes
 /// it in the `locality_hint` of `scheduler::parallel_for_at`; a policy that
-/// can (`tbb`: oneTBB's `affinity_partitioner`) then gives each worker the
-/// blocks it ran the last time, whose data may still be in its core's cache,
-/// as OpenMP's static schedule does by construction. It is a hint: blocks
+/// can then gives each worker the blocks it ran the last time, whose data
+/// may still be in its core's cache, as OpenMP's static schedule does by
+/// construction. `tbb` keeps oneTBB's `affinity_partitioner` in the record;
+/// `steal` and `deal` need no record: any loop with an affinity and one
+/// segment per worker gives segment i to worker i, while few such loops run
+/// at once (docs/schedulers.md, "Locality hints"). It is a hint: blocks
 /// still move to idle workers.
 ///
-/// One loop at a time uses it: a loop that finds it held by another (a map
-/// running two units at once in a farm) runs without it. A record made by one
-/// scheduler is replaced when another scheduler takes it.
+/// One loop at a time uses the record: a loop that finds it held by another
+/// (a map running two units at once in a farm) runs without it. A record
+/// made by one scheduler is replaced when another scheduler takes it.
 ///
 /// \code
 /// sinew::loop_affinity aff;                       // kept across the loop's runs
