@@ -216,7 +216,7 @@ TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worke
 
 // A chain of `depth` nested task groups, one task each, whose innermost
 // task meets the other chains' at `meet` and then runs a loop with an
-// affinity of one 20 ms segment per worker; `foreign` counts segments run
+// affinity of one 50 ms segment per worker; `foreign` counts segments run
 // by another thread than the loop's caller.
 static void deep_loop(scheduler& s, int depth, std::atomic<unsigned>& meet, unsigned workers,
                       std::atomic<int>& foreign) {
@@ -229,7 +229,7 @@ static void deep_loop(scheduler& s, int depth, std::atomic<unsigned>& meet, unsi
     const auto caller = std::this_thread::get_id();
     loop_affinity aff;
     s.parallel_for_at({.affinity = &aff}, workers * 1000, 1000, [&](std::size_t, std::size_t) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (std::this_thread::get_id() != caller) foreign.fetch_add(1);
     });
   }
