@@ -299,8 +299,13 @@ TEST_CASE("a chain of cheap serial stages runs on one worker and a costly one ha
           "[chain]") {
   // Cheap: the stage that drained its input runs its producer on the same
   // worker once its consumer has run there; no task per refill.
+  // Up to three runs: a run whose worker another process preempts for
+  // milliseconds measures costly stages and rightly splits the chain (under
+  // ctest -j on two cores); a broken chain makes a task per refill in all.
   const int n = 20000;
-  const std::uint64_t cheap = chain_tasks(0, n);
+  std::uint64_t cheap = UINT64_MAX;
+  for (int attempt = 0; attempt < 3 && cheap >= std::uint64_t(n) / 8 / 10; ++attempt)
+    cheap = std::min(cheap, chain_tasks(0, n));
   CHECK(cheap < std::uint64_t(n) / 8 / 10);  // a refill every 8 units made a task each before
   // Costly (three 40 us stages): producers are woken as tasks, for parallelism.
   const int m = 400;
