@@ -167,6 +167,9 @@ TEST_CASE("map dispatch: many chunks use every worker and finished workers steal
   auto st = s->stats();
   std::uint64_t steals = 0;
   for (const auto& w : st.workers) steals += w.steals;
-  CHECK(st.wakeups <= 4);
+  // Wakes do not follow the block count (n / 4 blocks): the dispatch wakes
+  // each worker once, and a worker that parks between steals (a loaded or
+  // TSan-slowed machine) may be woken again by a half pushed to a deque.
+  CHECK(st.wakeups <= 4 * 4);
   CHECK(steals > 0);
 }
