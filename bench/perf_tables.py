@@ -495,6 +495,28 @@ def t_stream(ms):
                   "plain copy, pipe MB/s (over the loop)"], rows) + load_note(ms, ["stream_records"])
 
 
+def t_endpoints(ms):
+    """endpoints: MB/s of the hand-written loop and of Sinew's source -> map -> sink per endpoint and
+    message size, with the RATIO line (the median of the paired rounds' ratios)."""
+    rows = []
+    for mc in ms:
+        b = mc.bench("endpoints")
+        if not b:
+            rows.append(pending_row(mc, 5, "endpoints"))
+            continue
+        ratios = {r["name"]: r for r in b.get("ratios", [])}
+        for lib, name in (("zmq", "ZeroMQ"), ("mqtt", "MQTT")):
+            for size, label in (("100B", "100 B"), ("64KiB", "64 KiB")):
+                loop = mc.m("endpoints", "%s %s loop" % (lib, size))
+                if not loop:
+                    continue
+                r = ratios.get("endpoints_%s_%s" % (lib, size))
+                rows.append([mc.label, "%s, %s" % (name, label), cell(loop),
+                             cell(mc.m("endpoints", "%s %s sinew" % (lib, size))), fmt(r["value"], 3) if r else "—"])
+    return table(["machine", "endpoint, message", "hand-written loop MB/s", "Sinew MB/s",
+                  "Sinew / loop (paired rounds)"], rows) + load_note(ms, ["endpoints"])
+
+
 # The benchmarks of issue 7's suite, whose RATIO lines the report counts.
 SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image_pipeline", "farm_grain",
          "queue_handoff", "starpu_series", "starpu_saxpy")
@@ -528,7 +550,7 @@ def t_ratios_other(ms):
 TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
           "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
           "ratios": t_ratios, "ratios_other": t_ratios_other,
-          "dag": t_dag, "stream": t_stream}
+          "dag": t_dag, "stream": t_stream, "endpoints": t_endpoints}
 
 
 def main():

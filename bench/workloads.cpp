@@ -6,7 +6,7 @@
 //   tbb::parallel_for    the same loop body, default (auto) partitioner
 //   sinew opencl leaf    sinew::opencl::kernel_leaf over graphs/kernels/<k>.cl (first CPU device: PoCL)
 //   ..., steal           the same graph on the `steal` scheduler, whose idle workers park
-//                        (docs/performance.md, gaps, item 2: oneTBB's spin beside PoCL's threads)
+//                        (docs/performance.md, "The OpenCL leaf on PoCL")
 //   opencl direct        the same .cl kernel launched straight through the OpenCL C++ bindings
 //                        (CL_MEM_USE_HOST_PTR buffers, one NDRange, map the output, finish)
 //   openmp parallel for  the same loop body, schedule(static) (last: idle OpenMP threads spin a while)
