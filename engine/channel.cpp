@@ -19,8 +19,16 @@ channel::queue channel::make_queue(kind k, std::size_t cap_max, int ticket_depth
 
 channel::channel(kind k, std::size_t cap_, int ticket_depth, std::size_t cap_max_)
     : cap(cap_ ? cap_ : 1),
-      cap_max(std::max(cap_max_, cap_ ? cap_ : 1)),
+      cap_built(cap.load(std::memory_order_relaxed)),
+      cap_max(std::max(cap_max_, cap_built)),
       q_(make_queue(k, cap_max, ticket_depth)) {}
+
+void channel::restart() noexcept {
+  cap.store(cap_built, std::memory_order_relaxed);
+  high_water.store(0, std::memory_order_relaxed);
+  waiters.store(0, std::memory_order_relaxed);
+  visit(q_, [](auto& q) { q.restart(); });
+}
 
 void channel::grow(std::size_t want) noexcept {
   if (want > capacity()) cap.store(std::min(want, cap_max), std::memory_order_relaxed);

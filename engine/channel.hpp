@@ -57,6 +57,10 @@ class channel : public scalable_new {
   /// `cap_max` once units are known to be small (run_state::grow_capacities).
   /// `ticket_depth`: reorder only, the ticket slot that orders units.
   channel(kind k, std::size_t cap, int ticket_depth, std::size_t cap_max = 0);
+  /// As built, for the graph's next run: empty, the capacity not grown, the
+  /// pushes numbered from 0 (run_state::arm, after a run that ended holding
+  /// no unit; no other thread uses the channel meanwhile).
+  void restart() noexcept;
 
   // Producer side.
   bool try_reserve() noexcept {
@@ -149,6 +153,7 @@ class channel : public scalable_new {
   void deliver(work_unit* u, bool wake_serial);
 
   std::atomic<std::size_t> cap;
+  const std::size_t cap_built;  // the capacity before it grew
   const std::size_t cap_max;  // what the queue was sized for
   alignas(cache_line) std::atomic<std::size_t> high_water{0};
   stage_rt* consumer = nullptr;

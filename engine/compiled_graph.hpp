@@ -11,7 +11,7 @@
 #include <sinew/engine/graph.hpp>
 #include <sinew/engine/node.hpp>
 
-#include "unit_pool.hpp"
+#include "run_cache.hpp"
 
 namespace sinew::detail {
 
@@ -84,8 +84,8 @@ struct compiled_graph {
   /// adds it when the sink may supply the caller's memory, else the first
   /// stage does (run_state::run_state).
   layer_plan result;
-  /// The unit pool of the last finished run, for the next (run_state).
-  mutable unit_pool_cache unit_pools;
+  /// Finished runs, reset for the next (run_state::make).
+  mutable run_cache runs;
 
   bool is_dag() const noexcept { return !root; }
   /// Concurrency of a vertex (junctions, sources and sinks are serial).

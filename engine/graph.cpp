@@ -91,7 +91,7 @@ run_future graph::start(std::vector<source> srcs, std::vector<sink> snks, std::s
   for (const sink& k : snks)
     if (whole.empty() && !k.impl().writes_records()) whole = k.impl().label();
   for (const source& s : srcs) s.impl().batch_for(whole);
-  auto s = std::allocate_shared<run_state>(detail::scalable_allocator<run_state>{}, g_, std::move(srcs), std::move(snks));
+  auto s = run_state::make(g_, std::move(srcs), std::move(snks));
   s->start();
   if (token.stop_possible())
     s->on_stop = std::make_unique<std::stop_callback<run_state::canceller>>(token, run_state::canceller{s});
@@ -215,6 +215,7 @@ run_stats run_future::stats() const {
     r.bytes_in += e.bytes;
     r.sources.push_back(std::move(e));
   }
+  r.reused = s_->reused;
   r.units_alive_max = s_->units->alive_max();
   r.units_alive = s_->units->alive();
   for (auto& c : s_->channels) r.capacity_total += c->capacity();

@@ -58,15 +58,26 @@ void own_buffers(layer& l) {
 
 junction_rt::junction_rt(stage_rt& s, const junction_spec& j) : st(s), spec(j) {
   s.junction = this;
-  held.assign(j.outs.size(), nullptr);
-  sent.assign(j.outs.size(), 0);
-  ended.assign(j.ins.size(), false);
-  pending_in.assign(j.ins.size(), 0);
   joining.resize(j.k == junction_spec::join ? j.ins.size() : 0);
   // Joined units are a stream of their own: an origin no source has.
   join_origin = std::uint32_t(s.run->g->sources.size() + std::size_t(&j - s.run->g->junctions.data()));
-  readable.store(j.ins.size() >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << j.ins.size()) - 1,
+  restart();
+}
+
+void junction_rt::restart() noexcept {
+  assert(pending.empty() && joining_by_key.empty());
+  held.assign(spec.outs.size(), nullptr);
+  sent.assign(spec.outs.size(), 0);
+  ended.assign(spec.ins.size(), false);
+  pending_in.assign(spec.ins.size(), 0);
+  ended_n = 0;
+  emitted = 0;
+  next_in = next_out = 0;
+  held_mask.store(0, std::memory_order_relaxed);
+  held_eos.store(false, std::memory_order_relaxed);
+  readable.store(spec.ins.size() >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << spec.ins.size()) - 1,
                  std::memory_order_relaxed);
+  eos_out.store(false, std::memory_order_relaxed);
 }
 
 void junction_rt::wire(const std::vector<std::unique_ptr<channel>>& channels) {

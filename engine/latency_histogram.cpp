@@ -26,6 +26,11 @@ void latency_histogram::add(std::uint64_t v) noexcept {
   raise_max(max, v);
 }
 
+void latency_histogram::clear() noexcept {
+  for (auto& c : count) c.store(0, std::memory_order_relaxed);
+  max.store(0, std::memory_order_relaxed);
+}
+
 latency_stats latency_histogram::read() const {
   std::uint64_t c[buckets], n = 0;
   for (unsigned b = 0; b < buckets; ++b) n += c[b] = count[b].load(std::memory_order_relaxed);

@@ -22,6 +22,8 @@ struct latency_histogram {
   static unsigned bucket(std::uint64_t v) noexcept;
   static std::uint64_t upper(unsigned b) noexcept;  // largest value of bucket b
   void add(std::uint64_t v) noexcept;
+  /// No sample, as new.
+  void clear() noexcept;
   /// Percentiles: the smallest bucket bound with that share of the samples
   /// at or below it, capped at the maximum.
   latency_stats read() const;

@@ -24,6 +24,11 @@ namespace sinew::detail {
 class mpmc_channel {
  public:
   explicit mpmc_channel(std::size_t cap_max) : ring_(2 * cap_max) {}
+  /// Empty and numbered from 0 again (channel::restart).
+  void restart() noexcept {
+    ring_.restart();
+    slots_.used.store(0, std::memory_order_relaxed);
+  }
 
   bool try_reserve(std::size_t cap, std::size_t& occupied) noexcept { return slots_.try_reserve(cap, occupied); }
   void drop_reservation() noexcept { slots_.drop(); }

@@ -8,7 +8,14 @@ reorder_channel::reorder_channel(std::size_t cap_max, int depth)
     : depth_(depth), mask_(ring_size_for(2 * cap_max) - 1), cells_(new cell[mask_ + 1]) {
   // Twice the capacity: slack, so that a producer finds its ticket's cell
   // free (see the class comment).
+  restart();
+}
+
+void reorder_channel::restart() noexcept {
   for (std::size_t i = 0; i <= mask_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+  next_.store(0, std::memory_order_relaxed);
+  overflow_.clear();  // empty already: the run held no unit when it ended
+  overflow_n_.store(0, std::memory_order_relaxed);
 }
 
 void reorder_channel::push_overflow(std::uint64_t t, work_unit* u) {

@@ -32,6 +32,8 @@ class reorder_channel {
  public:
   /// `depth`: the ticket slot (ordered farm nesting depth) that orders units.
   reorder_channel(std::size_t cap_max, int depth);
+  /// Empty, expecting ticket 0 again (channel::restart).
+  void restart() noexcept;
 
   /// The region a pop lets a unit leave (set when the run is wired).
   region_rt* closes = nullptr;

@@ -32,18 +32,25 @@ std::uint64_t next_run_id() noexcept {
 }
 }  // namespace
 
-run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<source> srcs, std::vector<sink> snks)
-    : g(std::move(graph)), id(next_run_id()), tr(g->opts.trace), sinks(std::move(snks)), units(g->unit_pools.take(unit_bound(*g))) {
+std::shared_ptr<run_state> run_state::make(std::shared_ptr<const compiled_graph> g, std::vector<source> srcs,
+                                           std::vector<sink> snks) {
+  run_state* s = g->runs.take();
+  const bool kept = s != nullptr;
+  if (kept) s->g = std::move(g);
+  else s = new run_state(std::move(g));
+  s->reused = kept;
+  std::shared_ptr<run_state> p(s, &run_state::retire, scalable_allocator<run_state>{});
+  p->arm(std::move(srcs), std::move(snks));
+  return p;
+}
+
+run_state::run_state(std::shared_ptr<const compiled_graph> graph)
+    : g(std::move(graph)), tr(g->opts.trace), units(std::make_unique<unit_pool>(unit_bound(*g))) {
   sched = g->opts.scheduler ? g->opts.scheduler : &default_scheduler();
   if (unsigned every = g->opts.latency_every) {
     time_latency = true;
     latency_mask = std::bit_ceil(every) - 1;
   }
-  std::optional<topology> tp;  // read once, only when a stage places its buffers
-  auto topo = [&]() -> const topology& {
-    if (!tp) tp = sched->numa_topology() ? *sched->numa_topology() : topology::current();
-    return *tp;
-  };
   for (std::size_t i = 0; i < g->channels.size(); ++i) {
     channel_spec c = channel_for(*g, i);
     channels.push_back(std::make_unique<channel>(c.k, c.cap, c.depth, c.cap_max));
@@ -64,22 +71,14 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<so
     stage_rt* st = add_stage(channels[g->stage_in[i]].get(), channels[g->stage_out[i]].get(), specs[i].concurrency);
     st->spec = &specs[i];
     st->copy_shared = g->copies_shared[i];
-    if (auto pl = specs[i].placement ? specs[i].placement : g->opts.placement) {
-      st->place = std::make_unique<stage_placement>(topo(), *pl);
-      caller_may_run = false;
-    }
+    if (specs[i].placement || g->opts.placement) caller_may_run = false;  // arm() places
   }
   for (const junction_spec& js : g->junctions) {
     stage_rt* st = add_stage(channels[js.ins[0]].get(), channels[js.outs[0]].get(), 1);
     junctions.push_back(std::make_unique<junction_rt>(*st, js));
   }
-  if (g->root && !g->result.empty()) {  // who makes a tree's result layer
-    if (sinks[0].impl().provides()) result_provider = &sinks[0].impl();
-    else stages[0]->result = &g->result;
-  }
   first_sink = stages.size();
-  for (std::size_t i = 0; i < g->sinks.size(); ++i) add_stage(channels[g->sinks[i].channel].get(), nullptr, 1)->snk = &sinks[i].impl();
-  sinks_open.store(sinks.size(), std::memory_order_relaxed);
+  for (std::size_t i = 0; i < g->sinks.size(); ++i) add_stage(channels[g->sinks[i].channel].get(), nullptr, 1);
   // Every channel's ends, once every stage exists.
   auto vertex = [&](vertex_ref v) -> stage_rt* {
     switch (v.k) {
@@ -103,8 +102,8 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<so
     for (std::size_t i = rs.entry; i <= rs.exit; ++i) stages[i]->inside.push_back(r.get());
     regions.push_back(std::move(r));
   }
-  for (std::size_t i = 0; i < srcs.size(); ++i) {
-    auto s = std::make_unique<source_rt>(std::move(srcs[i]));
+  for (std::size_t i = 0; i < g->sources.size(); ++i) {
+    auto s = std::make_unique<source_rt>();
     const endpoint_spec& e = g->sources[i];
     s->index = std::uint32_t(i);
     s->out = channels[e.channel].get();
@@ -114,7 +113,36 @@ run_state::run_state(std::shared_ptr<const compiled_graph> graph, std::vector<so
   }
 }
 
-run_state::~run_state() {
+void run_state::arm(std::vector<source> srcs, std::vector<sink> snks) {
+  id = next_run_id();
+  for (std::size_t i = 0; i < srcs.size(); ++i) sources[i]->src = std::move(srcs[i]);
+  sinks = std::move(snks);
+  for (std::size_t i = 0; i < sinks.size(); ++i) stages[first_sink + i]->snk = &sinks[i].impl();
+  sinks_open.store(sinks.size(), std::memory_order_relaxed);
+  if (g->root && !g->result.empty()) {  // who makes a tree's result layer
+    if (sinks[0].impl().provides()) result_provider = &sinks[0].impl();
+    else stages[0]->result = &g->result;
+  }
+  // Placers count the buffers they placed: new ones for every run.
+  std::optional<topology> tp;  // read once, only when a stage places its buffers
+  for (std::size_t i = 0; i < g->stages.size(); ++i)
+    if (auto pl = g->stages[i].placement ? g->stages[i].placement : g->opts.placement) {
+      if (!tp) tp = sched->numa_topology() ? *sched->numa_topology() : topology::current();
+      stages[i]->place = std::make_unique<stage_placement>(*tp, *pl);
+    }
+}
+
+run_state::~run_state() = default;
+
+void run_state::retire(run_state* s) noexcept {
+  const bool keep = s->park();
+  const std::shared_ptr<const compiled_graph> g = std::move(s->g);  // the cache first, then (maybe) the graph
+  if (keep) g->runs.give(s);
+  else delete s;
+}
+
+bool run_state::park() noexcept {
+  on_stop.reset();
   {
     std::lock_guard<std::mutex> lk(err_m);  // after any run_future::get() copied the error (graph.cpp)
     error = nullptr;
@@ -125,9 +153,44 @@ run_state::~run_state() {
     if (s->thread.get_id() == std::this_thread::get_id()) s->thread.detach();
     else s->thread.join();
   }
-  // The units go back cleared, for the graph's next run; what channels or
-  // junctions of this run still point to is never read again.
-  g->unit_pools.give(std::move(units));
+  // The user's endpoints go now, as they would with the run.
+  for (auto& s : sources) s->src = source(std::shared_ptr<source_impl>());
+  sinks.clear();
+  const int st = state.load(std::memory_order_relaxed);
+  if (!started_ || st >= failed || units->alive() != 0) return false;
+  // As built: every channel empty, every junction holding nothing (no unit
+  // is alive), so only counts, costs and positions need resetting.
+  for (auto& c : channels) c->restart();
+  for (auto& x : stages) {
+    x->restart();
+    x->snk = nullptr;
+    x->place.reset();
+  }
+  for (auto& j : junctions) j->restart();
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    regions[i]->occupied.store(0, std::memory_order_relaxed);
+    regions[i]->window.store(channels[g->stage_out[g->regions[i].exit]]->capacity(), std::memory_order_relaxed);
+  }
+  for (auto& s : sources) {
+    s->done.store(false, std::memory_order_relaxed);
+    s->next_seq = 0;
+    s->size.reset();
+    for (auto* a : {&s->units, &s->bytes, &s->records}) a->store(0, std::memory_order_relaxed);
+    if (s->stage) s->stage->restart();
+  }
+  for (auto& c : chains) c->restart();
+  units->restart();
+  if (time_latency) latency.clear();
+  result_provider = nullptr;
+  live_sources = false;
+  grown.store(false, std::memory_order_relaxed);
+  start_source = nullptr;
+  state.store(running, std::memory_order_relaxed);
+  stop_flag.store(false, std::memory_order_relaxed);
+  done = false;
+  done_latch.reset();
+  started_ = false;
+  return true;
 }
 
 void run_state::start() {
@@ -147,23 +210,41 @@ void run_state::start() {
   // activate a stage).
   const std::uint64_t start_ns = now_ns();
   for (auto& st : stages) st->idle_since.store(start_ns | wait_input, std::memory_order_relaxed);
-  for (auto& sp : sources) live_sources = live_sources || sp->src.impl().blocking();  // before any stage runs
-  std::vector<source_rt*> tasks;
+  // A source that never blocks runs as a stage; the chains depend on which
+  // do, so a kept run's are found again only if that changed.
+  bool same = chained_;
   for (auto& sp : sources) {
-    source_rt& s = *sp;
-    if (s.src.impl().blocking()) continue;
-    s.stage = std::make_unique<stage_rt>();
-    s.stage->run = this;
-    s.stage->src = &s;
-    s.stage->out = s.out;
-    s.stage->max_active = 1;
-    s.out->connect(s.stage.get(), s.out->consumer);
-    tasks.push_back(&s);
+    const bool blocks = sp->src.impl().blocking();
+    live_sources = live_sources || blocks;  // before any stage runs
+    same = same && blocks == !sp->stage;
   }
-  std::vector<stage_rt*> all;
-  for (source_rt* s : tasks) all.push_back(s->stage.get());
-  for (auto& st : stages) all.push_back(st.get());
-  chains = serial_chain::find(all);  // before any stage can run
+  std::vector<source_rt*> tasks;
+  for (auto& sp : sources)
+    if (!sp->src.impl().blocking()) tasks.push_back(sp.get());
+  if (!same) {
+    for (auto& sp : sources) {
+      source_rt& s = *sp;
+      s.stage.reset();
+      if (s.src.impl().blocking()) {
+        s.out->connect(nullptr, s.out->consumer);
+        continue;
+      }
+      s.stage = std::make_unique<stage_rt>();
+      s.stage->run = this;
+      s.stage->src = &s;
+      s.stage->out = s.out;
+      s.stage->max_active = 1;
+      s.out->connect(s.stage.get(), s.out->consumer);
+    }
+    std::vector<stage_rt*> all;
+    for (source_rt* s : tasks) all.push_back(s->stage.get());
+    for (auto& st : stages) {
+      st->chain = nullptr;
+      all.push_back(st.get());
+    }
+    chains = serial_chain::find(all);  // before any stage can run
+    chained_ = true;
+  }
   for (auto& sp : sources)
     if (sp->src.impl().blocking()) sp->thread = std::thread([self = shared_from_this(), &s = *sp] { self->source_loop(s); });
   for (source_rt* s : tasks) {
@@ -190,6 +271,7 @@ void run_state::start() {
       s->stage->spawn();
     }
   }
+  started_ = true;
 }
 
 void run_state::run_start() {

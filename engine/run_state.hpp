@@ -47,24 +47,31 @@ struct source_rt : scalable_new {
   std::string first_path;  // the vertex its channel feeds (errors in the input)
   alignas(cache_line) std::atomic<std::uint64_t> units{0}, bytes{0}, records{0};  // one writer: the source
 
-  explicit source_rt(source s) : src(std::move(s)) {}
+  source_rt() : src(std::shared_ptr<source_impl>()) {}  // its source is given by run_state::arm
   ~source_rt();
 };
 
 /// Owns everything of one run and outlives its tasks (each holds a
 /// reference): its channels, its stages (tree stages, then junctions, then
 /// one per sink), its sources and units. The run ends when end of stream has
-/// reached every sink.
+/// reached every sink. When the last reference goes, a run that ended
+/// holding no unit is reset and kept for the graph's next run
+/// (compiled_graph::runs): that run builds none of these objects again.
 ///
 /// \code
-/// auto s = std::make_shared<run_state>(compiled, std::move(sources), std::move(sinks));
+/// auto s = run_state::make(compiled, std::move(sources), std::move(sinks));
 /// s->start();                  // returns at once; s->done_latch opens at the end
 /// return run_future(std::move(s));
 /// \endcode
-struct run_state : std::enable_shared_from_this<run_state> {
+struct run_state : scalable_new, std::enable_shared_from_this<run_state> {
   enum : int { running = 0, stopping = 1, failed = 2, cancelled = 3 };
 
-  run_state(std::shared_ptr<const compiled_graph> g, std::vector<source> srcs, std::vector<sink> snks);
+  /// A run of `g` with these endpoints (one for each of g's, in its order):
+  /// a kept run of g's, or a new one.
+  static std::shared_ptr<run_state> make(std::shared_ptr<const compiled_graph> g, std::vector<source> srcs,
+                                         std::vector<sink> snks);
+  /// Builds the run's objects (make() then gives it its endpoints).
+  explicit run_state(std::shared_ptr<const compiled_graph> g);
   ~run_state();
   void start();
   /// Source on its own thread (sources that may block).
@@ -119,8 +126,8 @@ struct run_state : std::enable_shared_from_this<run_state> {
   void wake_all();
   bool dropping() const noexcept { return state.load(std::memory_order_acquire) >= failed; }
 
-  std::shared_ptr<const compiled_graph> g;
-  const std::uint64_t id;  // sinew::current_run_id(): unique in the process, never 0
+  std::shared_ptr<const compiled_graph> g;  // null while kept
+  std::uint64_t id = 0;  // sinew::current_run_id(): unique in the process, never 0
   // Read on every unit by every stage: kept away from written lines.
   trace* const tr;  // null: not traced
   std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
@@ -143,7 +150,7 @@ struct run_state : std::enable_shared_from_this<run_state> {
   std::mutex err_m;
   std::exception_ptr error;
 
-  std::unique_ptr<unit_pool> units;  // from g->unit_pools, given back when the run is destroyed
+  std::unique_ptr<unit_pool> units;
   latency_histogram latency;
   scheduler_stats sched_start, sched_end;  // sched_end: under done_m once done
   std::atomic<bool> trace_live{false};
@@ -162,6 +169,25 @@ struct run_state : std::enable_shared_from_this<run_state> {
     }
   };
   std::unique_ptr<std::stop_callback<canceller>> on_stop;
+
+ private:
+  /// Binds the run to its endpoints, as new: a new id, its state running.
+  void arm(std::vector<source> srcs, std::vector<sink> snks);
+  /// The last reference went: parks the run in its graph's cache, or
+  /// deletes it (the shared_ptr's deleter).
+  static void retire(run_state* s) noexcept;
+  /// Releases the endpoints, the source threads and the error; true when
+  /// the run can serve again (it started, ended running or stopping, and
+  /// holds no unit), its objects then reset as built.
+  bool park() noexcept;
+  /// start() found the serial chains: they, and the stages of the sources
+  /// that never block, are kept for a next run with the same sources that
+  /// block.
+  bool chained_ = false;
+  bool started_ = false;  // start() returned
+
+ public:
+  bool reused = false;  // make() took it from the graph's cache (run_stats::reused)
 };
 
 }  // namespace sinew::detail

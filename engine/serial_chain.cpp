@@ -23,7 +23,13 @@ stage_rt* next_in_chain(const stage_rt* s) {
 
 serial_chain::serial_chain(std::vector<stage_rt*> m)
     : members(std::move(m)), floor_(new std::atomic<std::uint32_t>[members.size()]) {
+  restart();
+}
+
+void serial_chain::restart() noexcept {
   for (std::size_t i = 0; i < members.size(); ++i) floor_[i].store(UINT32_MAX, std::memory_order_relaxed);
+  looks_.store(0, std::memory_order_relaxed);
+  together_.store(true, std::memory_order_relaxed);
 }
 
 bool serial_chain::together() noexcept {

@@ -30,6 +30,8 @@ struct serial_chain : scalable_new {
   /// Whether the members run together now (from their measured costs; true
   /// until they are measured).
   bool together() noexcept;
+  /// As found, for the graph's next run: no cost seen yet.
+  void restart() noexcept;
   /// Links the chains of `stages` (each stage_rt::chain set; chains of one
   /// stage are not made).
   static std::vector<std::unique_ptr<serial_chain>> find(const std::vector<stage_rt*>& stages);

@@ -22,6 +22,8 @@ namespace sinew::detail {
 class spsc_channel {
  public:
   explicit spsc_channel(std::size_t cap_max) : ring_(cap_max) {}
+  /// Empty and numbered from 0 again (channel::restart).
+  void restart() noexcept { ring_.restart(); }
 
   bool try_reserve(std::size_t cap, std::size_t& occupied) noexcept {
     if (!ring_.producer_has_room(cap)) return false;

@@ -32,6 +32,19 @@ void pop_input(work_unit& u) {
 }
 }  // namespace
 
+void stage_rt::restart() {
+  for (auto* a : {&units, &busy_ns, &activations, &bytes, &records, &idle_since, &wait_in_ns, &wait_out_ns, &chunks})
+    a->store(0, std::memory_order_relaxed);
+  active.store(0, std::memory_order_relaxed);
+  inflight.store(0, std::memory_order_relaxed);
+  eos.store(nullptr, std::memory_order_relaxed);
+  eos_seen.store(false, std::memory_order_relaxed);
+  unit_cost_ns.store(UINT32_MAX, std::memory_order_relaxed);
+  last_cost_ns.store(UINT32_MAX, std::memory_order_relaxed);
+  counters.clear();
+  result = nullptr;
+}
+
 void stage_rt::hint() {
   // Cheap path for every push and pop: skip the fence when the stage is
   // running (it retries on its own). A stale "running" can hide a stage that

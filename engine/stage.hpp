@@ -86,6 +86,9 @@ struct stage_rt : scalable_new {
   alignas(cache_line) std::vector<region_rt*> admits;  // ordered regions entered here
   std::vector<region_rt*> inside;  // ordered regions containing this stage
 
+  /// As built, for the graph's next run: counts, costs and waits cleared
+  /// (run_state::arm; no other thread uses the stage meanwhile).
+  void restart();
   bool has_work() const noexcept;
   bool enter_regions();
   void leave_regions(std::size_t n);

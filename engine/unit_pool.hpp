@@ -40,10 +40,14 @@ class unit_pool {
     if (released_.fetch_add(1, std::memory_order_seq_cst) % sample_every == 0) raise_max(alive_max_, alive());
     if (!free_.try_push(u)) release_slow(u);
   }
-  /// After a run, with no other thread using the pool: every unit it made
-  /// cleared and free again, the counts zero, as a new pool of the same
-  /// bound. False when that needs memory it cannot get.
-  bool recycle() noexcept;
+  /// After a run that gave every unit back (alive() == 0), with no other
+  /// thread using the pool: the counts zero, as a new pool that keeps the
+  /// units it made (all free, and cleared by release()).
+  void restart() noexcept {
+    acquired_.store(0, std::memory_order_relaxed);
+    released_.store(0, std::memory_order_relaxed);
+    alive_max_.store(0, std::memory_order_relaxed);
+  }
   /// Exact once the run has ended. While it runs, never more than were
   /// alive when `released_` was read: `acquired_` is read first, and all
   /// four operations are sequentially consistent (plain loads on x86).
@@ -66,49 +70,6 @@ class unit_pool {
   alignas(cache_line) std::atomic<std::size_t> acquired_{0};
   alignas(cache_line) std::atomic<std::size_t> released_{0};
   std::atomic<std::size_t> alive_max_{0};
-};
-
-/// The unit pools of a graph's last finished runs, kept for its next runs:
-/// a run then neither builds the pool's ring nor allocates its units again.
-/// Several are kept because runs overlap: a worker often destroys a run's
-/// state (dropping the last reference) after the caller has started the
-/// next run, which then finds the cache empty. Runs at once each take one;
-/// a pool given back when `max_kept` are kept is freed.
-///
-/// \code
-/// std::unique_ptr<unit_pool> p = cache.take(bound);   // kept, or new
-/// ...                                                  // the run
-/// cache.give(std::move(p));                            // recycled and kept
-/// \endcode
-class unit_pool_cache {
- public:
-  static constexpr std::size_t max_kept = 4;
-
-  unit_pool_cache() = default;
-  unit_pool_cache(const unit_pool_cache&) = delete;
-  unit_pool_cache& operator=(const unit_pool_cache&) = delete;
-  std::unique_ptr<unit_pool> take(std::size_t bound) {
-    {
-      std::lock_guard<std::mutex> lk(m_);  // once per run: uncontended
-      if (n_) return std::move(kept_[--n_]);
-    }
-    return std::make_unique<unit_pool>(bound);
-  }
-  /// `p` must be idle (its run has ended and no thread touches it).
-  void give(std::unique_ptr<unit_pool> p) noexcept {
-    if (!p->recycle()) return;
-    std::lock_guard<std::mutex> lk(m_);  // also publishes the recycled pool to the next take()
-    if (n_ < max_kept) kept_[n_++] = std::move(p);
-  }
-  std::size_t kept() const noexcept {
-    std::lock_guard<std::mutex> lk(m_);
-    return n_;
-  }
-
- private:
-  mutable std::mutex m_;
-  std::unique_ptr<unit_pool> kept_[max_kept];  // [0, n_) are kept
-  std::size_t n_ = 0;
 };
 
 }  // namespace sinew::detail

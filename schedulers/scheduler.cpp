@@ -138,6 +138,12 @@ void detail::help_latch::wait() const {
   cv_.wait(lk, [&] { return open_; });
 }
 
+void detail::help_latch::reset() {
+  std::lock_guard<std::mutex> lk(m_);
+  open_ = false;
+  hooks_.clear();
+}
+
 bool detail::help_latch::arm(std::function<void()> hook) {
   std::lock_guard<std::mutex> lk(m_);
   if (open_) return false;

@@ -11,8 +11,6 @@
 
 #include "test_common.hpp"
 
-#include "../engine/unit_pool.hpp"  // the graph's cache of unit pools
-
 using namespace sinew;
 using namespace sinew_test;
 
@@ -263,27 +261,6 @@ TEST_CASE("current_run_id names each run inside its stages and is 0 outside", "[
   CHECK(*seen[0].begin() != 0);
   CHECK(*seen[1].begin() != 0);
   CHECK(*seen[0].begin() != *seen[1].begin());
-}
-
-TEST_CASE("a graph keeps the unit pools of runs that overlap: each comes back recycled to a later run",
-          "[stats][runtime]") {
-  // A worker often destroys a run's state after the caller has started the
-  // next run: both runs' pools must then stay for the runs after them.
-  detail::unit_pool_cache cache;
-  auto a = cache.take(16), b = cache.take(16);
-  const std::set<detail::unit_pool*> made{a.get(), b.get()};
-  a->acquire();  // a unit still counted alive when its run ends
-  cache.give(std::move(a));
-  cache.give(std::move(b));
-  CHECK(cache.kept() == 2);
-  auto c = cache.take(16), d = cache.take(16);
-  CHECK(std::set<detail::unit_pool*>{c.get(), d.get()} == made);
-  CHECK(c->alive() + d->alive() == 0);  // recycled: counts start afresh
-  CHECK(cache.kept() == 0);
-  std::vector<std::unique_ptr<detail::unit_pool>> many;
-  for (std::size_t i = 0; i < detail::unit_pool_cache::max_kept + 2; ++i) many.push_back(cache.take(4));
-  for (auto& p : many) cache.give(std::move(p));
-  CHECK(cache.kept() == detail::unit_pool_cache::max_kept);  // the rest were freed
 }
 
 TEST_CASE("a graph's next run reuses the last run's units cleared: counts and buffers start afresh",

@@ -24,9 +24,16 @@ class mpmc_ring {
  public:
   explicit mpmc_ring(std::size_t capacity)
       : mask_(ring_size_for(capacity) - 1), cells_(new cell[mask_ + 1]) {
-    for (std::size_t i = 0; i <= mask_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+    restart();
   }
   std::size_t capacity() const noexcept { return mask_ + 1; }
+  /// Empty, numbering pushes from 0 again, as if new. No other thread may
+  /// use the ring meanwhile (its next user is published by a lock).
+  void restart() noexcept {
+    for (std::size_t i = 0; i <= mask_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+    tail_.store(0, std::memory_order_relaxed);
+    head_.store(0, std::memory_order_relaxed);
+  }
 
   bool try_push(T& v) noexcept(std::is_nothrow_move_assignable_v<T>) {
     std::size_t pos = tail_.load(std::memory_order_relaxed);
@@ -94,6 +101,12 @@ class spsc_ring {
   explicit spsc_ring(std::size_t capacity)
       : mask_(ring_size_for(capacity) - 1), slots_(new T[mask_ + 1]) {}
   std::size_t capacity() const noexcept { return mask_ + 1; }
+  /// Empty, numbering pushes from 0 again (as mpmc_ring::restart).
+  void restart() noexcept {
+    tail_.store(0, std::memory_order_relaxed);
+    head_.store(0, std::memory_order_relaxed);
+    head_cache_ = tail_cache_ = 0;
+  }
 
   /// Producer side only.
   bool try_push(T& v) noexcept(std::is_nothrow_move_assignable_v<T>) {

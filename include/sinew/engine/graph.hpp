@@ -145,6 +145,10 @@ struct run_stats {
   /// the same scheduler meanwhile is included): tasks, steals per worker.
   scheduler_stats scheduler;
   bool done = false;  ///< the run has ended (the counters are final)
+  /// The run's channels, stages and units are those of a finished run of
+  /// the same graph, reset (a run that ended holding no unit is kept for
+  /// the next; one that failed or was cancelled is not).
+  bool reused = false;
 };
 
 namespace detail {

@@ -151,6 +151,9 @@ class help_latch {
   /// Adds `hook` (one per waiting thread), run by `open()`; returns false
   /// (and drops `hook`) when the latch is already open.
   bool arm(std::function<void()> hook);
+  /// Closed again, for its next use: nobody may wait on it, arm or open it
+  /// meanwhile.
+  void reset();
 
  private:
   mutable std::mutex m_;
