@@ -64,7 +64,7 @@ junction_rt::junction_rt(stage_rt& s, const junction_spec& j) : st(s), spec(j) {
   restart();
 }
 
-void junction_rt::restart() noexcept {
+void junction_rt::restart() {
   assert(pending.empty() && joining_by_key.empty());
   held.assign(spec.outs.size(), nullptr);
   sent.assign(spec.outs.size(), 0);

@@ -48,7 +48,7 @@ struct junction_rt {
   void wire(const std::vector<std::unique_ptr<channel>>& channels);
   /// As built, for the graph's next run (run_state::arm, after a run that
   /// ended holding no unit: nothing is held, pending or joining).
-  void restart() noexcept;
+  void restart();
   /// Any thread: an activation could make progress now.
   bool has_work() const noexcept;
   /// Units it takes from each input per unit it passes on.

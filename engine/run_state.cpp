@@ -213,14 +213,13 @@ void run_state::start() {
   // A source that never blocks runs as a stage; the chains depend on which
   // do, so a kept run's are found again only if that changed.
   bool same = chained_;
+  std::vector<source_rt*> tasks;
   for (auto& sp : sources) {
     const bool blocks = sp->src.impl().blocking();
     live_sources = live_sources || blocks;  // before any stage runs
     same = same && blocks == !sp->stage;
+    if (!blocks) tasks.push_back(sp.get());
   }
-  std::vector<source_rt*> tasks;
-  for (auto& sp : sources)
-    if (!sp->src.impl().blocking()) tasks.push_back(sp.get());
   if (!same) {
     for (auto& sp : sources) {
       source_rt& s = *sp;

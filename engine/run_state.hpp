@@ -128,6 +128,7 @@ struct run_state : scalable_new, std::enable_shared_from_this<run_state> {
 
   std::shared_ptr<const compiled_graph> g;  // null while kept
   std::uint64_t id = 0;  // sinew::current_run_id(): unique in the process, never 0
+  bool reused = false;  // make() took it from the graph's cache (run_stats::reused)
   // Read on every unit by every stage: kept away from written lines.
   trace* const tr;  // null: not traced
   std::uint64_t latency_mask = 0;  // seq & mask == 0: the unit is timed
@@ -185,9 +186,6 @@ struct run_state : scalable_new, std::enable_shared_from_this<run_state> {
   /// block.
   bool chained_ = false;
   bool started_ = false;  // start() returned
-
- public:
-  bool reused = false;  // make() took it from the graph's cache (run_stats::reused)
 };
 
 }  // namespace sinew::detail
