@@ -163,7 +163,8 @@ TEST_CASE("a stopped run's graph runs again: every unit of the next run once", "
       std::atomic<int> seen{0};
       auto f = g.run(generate([](unit_builder& b) {
                        b.set_shape(shape::d1(4));
-                       b.add<int>()[0] = int(b.seq());
+                       auto v = b.add<int>();  // pool memory: every element written
+                       for (std::size_t j = 0; j < 4; ++j) v[j] = int(b.seq() % 1000);
                        return true;  // endless: stop() ends it
                      }),
                      for_each([&](const work_unit&) { ++seen; }));
