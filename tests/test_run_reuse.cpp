@@ -35,10 +35,20 @@ source counting(int n, std::size_t len, source_mode mode = source_mode::task) {
 
 /// Stage k of the stats of a run; the same for a fresh run of the same graph.
 struct stage_counts {
-  std::size_t capacity, high_water;
+  std::size_t capacity;
   std::uint64_t units;
   bool operator==(const stage_counts&) const = default;
 };
+
+/// Units k of `out` whose element j is not want(k); `out` must hold n units.
+template <class F>
+std::size_t wrong(const std::vector<std::vector<int>>& out, int n, std::size_t j, F want) {
+  REQUIRE(out.size() == std::size_t(n));
+  std::size_t bad = 0;
+  for (int k = 0; k < n; ++k)
+    if (out[std::size_t(k)][j] != want(k)) ++bad;
+  return bad;
+}
 
 /// The units of its key (x % 4) seen so far, this one included.
 struct count_by_key {
@@ -94,7 +104,7 @@ TEST_CASE("a kept run's queues start at their built capacity, not the one small 
   auto tree = [] { return pipeline(map<inc>(), farm(map<twice>(), 2)); };
   auto counts = [](const run_stats& st) {
     std::vector<stage_counts> c;
-    for (const auto& x : st.stages) c.push_back({x.capacity, 0, x.units});
+    for (const auto& x : st.stages) c.push_back({x.capacity, x.units});
     return c;
   };
   auto big = [&](graph& g) {  // units of 1 MiB: no channel grows
@@ -176,11 +186,7 @@ TEST_CASE("a stopped run's graph runs again: every unit of the next run once", "
     std::vector<std::vector<int>> out;
     auto f = g.run(counting(120, 4), into(out));
     f.get();
-    REQUIRE(out.size() == 120);
-    std::size_t bad = 0;
-    for (int k = 0; k < 120; ++k)
-      if (out[std::size_t(k)][3] != 2 * (k + 4)) ++bad;
-    CHECK(bad == 0);
+    CHECK(wrong(out, 120, 3, [](int k) { return 2 * (k + 4); }) == 0);
     CHECK(f.stats().units_in == 120);
   }
 }
@@ -196,11 +202,7 @@ TEST_CASE("a kept run serves sources that run on threads after sources that run 
     std::vector<std::vector<int>> out;
     auto f = g.run(counting(150, 4, m), into(out));
     f.get();
-    REQUIRE(out.size() == 150);
-    std::size_t bad = 0;
-    for (int k = 0; k < 150; ++k)
-      if (out[std::size_t(k)][0] != 2 * (k + 1)) ++bad;
-    CHECK(bad == 0);
+    CHECK(wrong(out, 150, 0, [](int k) { return 2 * (k + 1); }) == 0);
     const auto st = f.stats();
     CHECK(st.units_in == 150);
     for (const auto& x : st.stages) CHECK(x.units == 150);
@@ -302,11 +304,8 @@ TEST_CASE("dags run again and again on kept runs: broadcast and zip, split by ke
       for (auto& m : state) m.clear();
       std::vector<std::vector<int>> out;
       g.run({{"in", counting(n, 1)}}, {{"out", into(out)}}).get();
-      REQUIRE(out.size() == std::size_t(n));
-      std::size_t bad = 0;
-      for (int k = 0; k < n; ++k)
-        if (out[std::size_t(k)][0] != k / 4 + 1) ++bad;  // in order, each key counted in one replica
-      CHECK(bad == 0);
+      // In order, each key counted in one replica.
+      CHECK(wrong(out, n, 0, [](int k) { return k / 4 + 1; }) == 0);
     }
   }
 }
