@@ -17,3 +17,14 @@ check_drained() {
   [[ $in == "$out" ]] || fail "units_in=$in != units_out=$out"
   [[ $in -gt 0 ]] || fail "no units went through"
 }
+# Waits until process $1 catches signal $2 (a name: INT, TERM), so that a
+# kill lands on sinew's handler and not on a process still starting.
+wait_caught() {
+  local bit=$(( 1 << ($(kill -l "$2") - 1) )) mask i
+  for ((i = 0; i < 600; i++)); do
+    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || mask=
+    [[ -n $mask ]] && (( 0x$mask & bit )) && return 0
+    sleep 0.05
+  done
+  fail "process $1 never caught SIG$2"
+}

@@ -4,6 +4,7 @@ source "$(dirname "$0")/common.sh" "$@"
 LIMIT_KB=$((400 * 1024))
 "$SINEW" run "$SRC/tests/cli/slow_stream.json" >out.txt 2>err.txt &
 pid=$!
+wait_caught $pid INT
 max=0
 for i in $(seq 1 30); do
   sleep 0.1

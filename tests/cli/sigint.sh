@@ -5,6 +5,7 @@ source "$(dirname "$0")/common.sh" "$@"
 for sig in INT INT TERM; do
   "$SINEW" run "$SRC/graphs/stream_farm.json" --set /source/shape/0=16384 >out.txt 2>err.txt &
   pid=$!
+  wait_caught $pid $sig
   sleep "0.$((RANDOM % 9 + 2))"
   kill -$sig $pid
   wait $pid
@@ -26,6 +27,7 @@ threads=$(( $(nproc) * 8 ))
 "$SINEW" run "$SRC/graphs/stream_farm.json" --threads "$threads" --set /source/shape/0=1048576 \
   --set /graph/workers=16 --set /queue_capacity=8 >out.txt 2>err.txt &
 pid=$!
+wait_caught $pid TERM
 sleep 1.5
 kill -TERM $pid
 wait $pid
@@ -42,6 +44,7 @@ mkfifo in.fifo
 pid=$!
 exec 3> in.fifo
 seq 1 200000 >&3
+wait_caught $pid INT
 sleep 1
 kill -INT $pid
 wait $pid
