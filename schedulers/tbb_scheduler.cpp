@@ -16,6 +16,7 @@
 
 #include "locality.hpp"
 #include "workers/backup_timer.hpp"
+#include "workers/loop_linger.hpp"
 #include "workers/tick_clock.hpp"
 #include "workers/worker_counters.hpp"
 
@@ -61,6 +62,7 @@ struct tbb_scheduler::impl {
     // `retired` is also the count of functions run: `retired_base` is its
     // value at the last reset_stats.
     std::atomic<std::uint64_t> submits{0}, retired{0}, retired_base{0};
+    std::atomic<std::uint64_t> started{0};  // functions begun here (lingering workers' starved())
 
     // Busy time of submitted functions: each of a slot's first
     // `exact_tasks` since reset_stats is timed (into `busy`), then about one
@@ -115,6 +117,7 @@ struct tbb_scheduler::impl {
     unsigned first = 0;    // index of its first worker slot in per_worker
     unsigned threads = 0;
     counters* workers = nullptr;  // per_worker + first: the counters of slots 1..threads
+    detail::workers::loop_linger linger;  // idle workers kept awake between loops
     // Slot 0, reserved for a thread from outside (a parallel_for caller, a
     // worker of another arena waiting for a group there): counted on the
     // arena's last worker in stats(), so that per-node totals include what
@@ -267,6 +270,29 @@ struct tbb_scheduler::impl {
     counters::add(c.chunks, 1);
     counters::add(c.busy, ticks() - t0);
   }
+  // Whether functions wait queued while none has begun since the previous
+  // call (`seen`: the begun count then): a lingering worker leaves to take them.
+  bool starved(std::uint64_t& seen) const noexcept {
+    std::uint64_t begun = 0;
+    each_counters([&](const counters& c, unsigned) { begun += c.started.load(std::memory_order_relaxed); });
+    const bool stuck = begun == seen && submitted_total() > begun;  // submits after: counted before queued
+    seen = begun;
+    return stuck;
+  }
+  // Keeps up to `awake` idle workers of arena A spinning after a loop
+  // (workers/loop_linger.hpp): at most one runnable thread per core with
+  // the thread that ran the loop's end, which goes on, and the thread
+  // that waits for the run beside them.
+  void linger_after_loop(node_arena& A) {
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned awake = std::min(A.threads, cores - 1) - (own_slot() ? 1 : 0);
+    const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake);
+    for (unsigned i = 0; i < pl.workers; ++i)
+      A.arena.enqueue([this, &A, until = pl.until] {
+        std::uint64_t seen = ~std::uint64_t(0);
+        A.linger.linger(until, [&] { return starved(seen); });
+      });
+  }
   unsigned round_robin() noexcept {
     return arenas.size() == 1 ? 0u : unsigned(rr.fetch_add(1, std::memory_order_relaxed) % arenas.size());
   }
@@ -285,12 +311,17 @@ tbb_scheduler::tbb_scheduler(const topology& t) : p_(std::make_unique<impl>(t)) 
 
 tbb_scheduler::~tbb_scheduler() {
   p_->backups.stop();  // what the checks submit is waited for below
+  for (const auto& A : p_->arenas) A->linger.stop();
   // ~task_arena does not wait for tasks: wait until every submitted
   // function has ended (the arenas' workers run them meanwhile).
   for (unsigned round = 0; !p_->quiescent(); ++round) {
     if (round < 64) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+  // Lingering workers leave at once on stop(), queued ones return at
+  // once; until then their tasks hold the arenas' addresses.
+  for (const auto& A : p_->arenas)
+    while (A->linger.outstanding() != 0) std::this_thread::yield();
 }
 
 unsigned tbb_scheduler::concurrency() const noexcept { return p_->threads; }
@@ -323,6 +354,7 @@ inline void tbb_scheduler::impl::run(counters& c, task_function& fn, std::uint64
                                      detail::task_counter* counter) noexcept {
   std::atomic<std::uint64_t>* const timed = c.time_into();
   const std::uint64_t t0 = timed ? ticks() : 0;
+  counters::add(c.started, 1);
   if (hinted) {  // before fn: counted once a waiter sees the task done
     counters::add(c.hinted, hinted);
     counters::add(c.remote, remote);
@@ -417,8 +449,12 @@ void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   else t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
   impl::node_arena& A = *p->arenas[w.arena];
-  if (w.local()) tbb::detail::d1::spawn(*t, A.ctx);
-  else tbb::detail::r1::enqueue(*t, A.ctx, &A.arena);
+  if (w.local()) {
+    tbb::detail::d1::spawn(*t, A.ctx);
+  } else {
+    tbb::detail::r1::enqueue(*t, A.ctx, &A.arena);
+    A.linger.poke();
+  }
 }
 
 namespace {
@@ -452,8 +488,12 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   // groups nest about as deep as the recursion, not as the arena's queue.
   auto h = g->tg.defer(impl::group_body(p, w.arena, w.hinted, w.remote, std::move(fn), &c));
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
-  if (w.local()) g->tg.run(std::move(h));
-  else p->arenas[w.arena]->arena.enqueue(std::move(h));
+  if (w.local()) {
+    g->tg.run(std::move(h));
+  } else {
+    p->arenas[w.arena]->arena.enqueue(std::move(h));
+    p->arenas[w.arena]->linger.poke();
+  }
 }
 
 void tbb_scheduler::wait_counted(detail::task_counter& c) noexcept {
@@ -544,7 +584,14 @@ void tbb_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, st
       else tbb::parallel_for(range, block, tbb::auto_partitioner());
     });
   };
-  p->arenas[a]->arena.execute(loop);  // runs in place when already inside the arena
+  impl::node_arena& A = *p->arenas[a];
+  A.linger.loop_starts(ticks());
+  struct ends {  // also when the body throws
+    impl* p;
+    impl::node_arena& A;
+    ~ends() { p->linger_after_loop(A); }
+  } at_end{p, A};
+  A.arena.execute(loop);  // runs in place when already inside the arena
 }
 
 scheduler_stats tbb_scheduler::stats() const {

@@ -1,0 +1,131 @@
+#pragma once
+// Keeps idle workers awake across the short gaps of a stream of parallel
+// loops, as OpenMP's threads spin after a parallel region: a worker woken
+// from sleep for each loop costs tens of µs, as much as a loop of a
+// cache-sized unit takes. When loops come at unit rate (the idle gap
+// between one loop's end and the next one's start stays under `max_ns`),
+// a loop's end keeps up to `awake_max` workers spinning for about that gap
+// (doubled, at most `max_ns`); a loop's start, the deadline, stop(), a
+// task queued from outside the arena (poke()), or work waiting with no
+// taker (`starved`, the policy's own test) ends it.
+// Gaps longer than `max_ns` keep nobody awake: no core burns between
+// loops that come rarely.
+//
+//   loop_linger L;                                 // one per arena
+//   L.loop_starts(ticks());  run the loop;
+//   if (auto p = L.loop_ends(ticks(), n - 2); p.workers)
+//     for (i < p.workers) enqueue([&] { L.linger(p.until, starved); });
+//   L.poke();                                      // after enqueueing from outside
+//   ...  L.stop(); while (L.outstanding()) yield();  // before L goes away
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "tick_clock.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace sinew::detail::workers {
+
+class loop_linger {
+ public:
+  static constexpr std::uint64_t max_ns = 2'000'000;  // the longest gap kept awake
+
+  struct plan {
+    unsigned workers = 0;     // to keep awake (0: none)
+    std::uint64_t until = 0;  // ticks
+  };
+
+  // A loop starts: lingering workers go back to the pool to take its
+  // blocks. The gap since the last loop's end is measured only when no
+  // loop was running (an arena that was idle).
+  void loop_starts(std::uint64_t now) noexcept {
+    // acq_rel: the lingerers' load of loops_ sees it at once (no store to
+    // order after it); the gap is this thread's reading of last_end_.
+    if (loops_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+    const std::uint64_t end = last_end_.load(std::memory_order_relaxed);
+    if (end == 0 || end > now) return;
+    const std::uint64_t g = now - end, old = gap_.load(std::memory_order_relaxed);
+    gap_.store(old ? (3 * old + g) / 4 : g, std::memory_order_relaxed);  // smoothed over ~4 gaps
+  }
+
+  // A loop ends: whom to keep awake. Nobody while another loop runs (its
+  // blocks need the idle workers), before a gap was measured, or when the
+  // gaps are longer than max_ns.
+  plan loop_ends(std::uint64_t now, unsigned awake_max) noexcept {
+    const bool last = loops_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    if (!last) return {};
+    last_end_.store(now, std::memory_order_relaxed);
+    const std::uint64_t tpu = ticks_per_us(), g = gap_.load(std::memory_order_relaxed);
+    if (tpu == 0 || g == 0 || g > max_ns / 1000 * tpu) return {};
+    // Claimed here, so that loop ends racing each other keep at most
+    // awake_max workers in all; linger() gives its claim back.
+    unsigned have = outstanding_.load(std::memory_order_relaxed), more;
+    do {
+      if (awake_max <= have || stop_.load(std::memory_order_relaxed)) return {};
+      more = awake_max - have;
+    } while (!outstanding_.compare_exchange_weak(have, have + more, std::memory_order_relaxed));
+    return {more, now + std::min(2 * g, max_ns / 1000 * tpu)};
+  }
+
+  // A task was queued from outside the arena: lingering workers go back
+  // to the pool to take it. One load when nobody lingers.
+  void poke() noexcept {
+    if (outstanding_.load(std::memory_order_relaxed) != 0) kicks_.fetch_add(1, std::memory_order_release);
+  }
+
+  // Spins on the calling worker, one of a plan's `workers`, until a loop
+  // starts, `until` (ticks), a poke(), stop(), or starved() is true
+  // (checked about every 10 µs).
+  template <class Starved>
+  void linger(std::uint64_t until, Starved&& starved) noexcept {
+    const std::uint64_t check = 10 * ticks_per_us();
+    std::uint64_t next = ticks() + check;
+    const std::uint32_t kicks = kicks_.load(std::memory_order_relaxed);
+    while (loops_.load(std::memory_order_acquire) == 0 && kicks_.load(std::memory_order_acquire) == kicks &&
+           !stop_.load(std::memory_order_relaxed)) {
+      const std::uint64_t t = ticks();
+      if (t >= until) break;
+      if (t >= next) {
+        if (starved()) break;
+        next = t + check;
+        std::this_thread::yield();  // gives the core to a runnable thread of another process
+      }
+#if defined(__x86_64__)
+      _mm_pause();
+#endif
+    }
+    // release: the owner's wait in outstanding() sees every access of this call done.
+    outstanding_.fetch_sub(1, std::memory_order_release);
+  }
+
+  void stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
+  // Workers planned and not yet through linger(): queued or spinning.
+  unsigned outstanding() const noexcept { return outstanding_.load(std::memory_order_acquire); }
+
+  // Ticks per µs, once the process has run 5 ms to measure it against
+  // steady_clock (0 before: nobody lingers).
+  static std::uint64_t ticks_per_us() noexcept {
+    static std::atomic<std::uint64_t> tpu{0};
+    std::uint64_t v = tpu.load(std::memory_order_relaxed);
+    if (v) return v;
+    const tick_rate r = tick_rate::now();
+    if (r.dt == 0) v = 1000;  // ticks are ns
+    else if (r.dn >= 5'000'000) v = std::max<std::uint64_t>(1, r.dt * 1000 / r.dn);
+    else return 0;
+    tpu.store(v, std::memory_order_relaxed);
+    return v;
+  }
+
+ private:
+  alignas(64) std::atomic<std::uint32_t> loops_{0};  // loops running; read by every lingerer
+  std::atomic<std::uint32_t> kicks_{0};              // poke()s
+  std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<std::uint32_t> outstanding_{0};
+  std::atomic<std::uint64_t> last_end_{0}, gap_{0};  // ticks
+};
+
+}  // namespace sinew::detail::workers

@@ -1,0 +1,126 @@
+// workers::loop_linger: whom a loop's end keeps awake, and what ends a
+// worker's spin (a loop's start, poke(), starved(), the deadline, stop()).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "../schedulers/workers/loop_linger.hpp"
+
+using sinew::detail::workers::loop_linger;
+using sinew::detail::workers::ticks;
+
+namespace {
+// ticks_per_us() needs 5 ms of the process behind it.
+std::uint64_t tpu() {
+  while (loop_linger::ticks_per_us() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return loop_linger::ticks_per_us();
+}
+// Two loops `gap_us` apart: the second one's end is the returned plan.
+loop_linger::plan two_loops(loop_linger& L, std::uint64_t gap_us, unsigned awake) {
+  const std::uint64_t t = ticks();
+  L.loop_starts(t);
+  (void)L.loop_ends(t + 10, awake);
+  L.loop_starts(t + 10 + gap_us * tpu());
+  return L.loop_ends(t + 20 + gap_us * tpu(), awake);
+}
+// Runs linger() on a thread; returns how long it spun, in µs, once `end` has
+// been called (after 2 ms, so that the spin has begun).
+template <class End, class Starved>
+double spin_until(loop_linger& L, const loop_linger::plan& p, End&& end, Starved&& starved) {
+  std::atomic<bool> done{false};
+  std::thread w([&] {
+    L.linger(p.until, starved);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const bool early = done.load();
+  const auto t0 = std::chrono::steady_clock::now();
+  end();
+  w.join();
+  REQUIRE_FALSE(early);
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+TEST_CASE("loop_linger keeps workers awake only between loops that come at unit rate", "[scheduler][linger]") {
+  tpu();
+  SECTION("no plan before a gap was measured") {
+    loop_linger L;
+    L.loop_starts(ticks());
+    CHECK(L.loop_ends(ticks(), 4).workers == 0);
+  }
+  SECTION("a short gap: awake workers until about twice the gap") {
+    loop_linger L;
+    const loop_linger::plan p = two_loops(L, 300, 4);
+    CHECK(p.workers == 4);
+    CHECK(L.outstanding() == 4);
+    CHECK(p.until > ticks());
+    // A second plan while those are out adds nobody.
+    L.loop_starts(ticks());
+    CHECK(L.loop_ends(ticks(), 4).workers == 0);
+  }
+  SECTION("gaps longer than max_ns keep nobody awake") {
+    loop_linger L;
+    CHECK(two_loops(L, loop_linger::max_ns / 1000 + 100, 4).workers == 0);
+  }
+  SECTION("nobody while another loop still runs") {
+    loop_linger L;
+    (void)two_loops(L, 100, 0);
+    L.loop_starts(ticks());
+    L.loop_starts(ticks());
+    CHECK(L.loop_ends(ticks(), 4).workers == 0);  // one loop is left running
+  }
+}
+
+TEST_CASE("loop_linger's spin ends on a loop, a poke, starvation, stop and the deadline",
+          "[scheduler][linger][tsan]") {
+  tpu();
+  const auto never = [] { return false; };
+  // Plans with a deadline far enough (a long gap, below max_ns) that only
+  // the event under test ends the spin.
+  auto plan = [](loop_linger& L) {
+    loop_linger::plan p = two_loops(L, loop_linger::max_ns / 1000 - 100, 1);
+    REQUIRE(p.workers == 1);
+    p.until = ticks() + 60'000'000 * tpu();  // a minute: never reached here
+    return p;
+  };
+  SECTION("a loop starts") {
+    loop_linger L;
+    const auto p = plan(L);
+    spin_until(L, p, [&] { L.loop_starts(ticks()); }, never);
+    CHECK(L.outstanding() == 0);
+  }
+  SECTION("a task queued from outside") {
+    loop_linger L;
+    const auto p = plan(L);
+    spin_until(L, p, [&] { L.poke(); }, never);
+    CHECK(L.outstanding() == 0);
+  }
+  SECTION("work waits with no taker") {
+    loop_linger L;
+    const auto p = plan(L);
+    std::atomic<bool> stuck{false};
+    spin_until(L, p, [&] { stuck = true; }, [&] { return stuck.load(); });
+    CHECK(L.outstanding() == 0);
+  }
+  SECTION("stop") {
+    loop_linger L;
+    const auto p = plan(L);
+    spin_until(L, p, [&] { L.stop(); }, never);
+    CHECK(L.outstanding() == 0);
+    L.loop_starts(ticks());
+    CHECK(L.loop_ends(ticks(), 4).workers == 0);  // stopped: no more plans
+  }
+  SECTION("the deadline") {
+    loop_linger L;
+    loop_linger::plan p = plan(L);
+    p.until = ticks() + 20'000 * tpu();  // 20 ms
+    const auto t0 = std::chrono::steady_clock::now();
+    L.linger(p.until, never);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(ms >= 19.0);
+    CHECK(L.outstanding() == 0);
+  }
+}
