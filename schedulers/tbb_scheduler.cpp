@@ -285,7 +285,8 @@ struct tbb_scheduler::impl {
   // that waits for the run beside them.
   void linger_after_loop(node_arena& A) {
     static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned awake = std::min(A.threads, cores - 1) - (own_slot() ? 1 : 0);
+    const unsigned most = std::min(A.threads, cores - 1), self = own_slot() ? 1 : 0;
+    const unsigned awake = most > self ? most - self : 0;
     const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake);
     for (unsigned i = 0; i < pl.workers; ++i)
       A.arena.enqueue([this, &A, until = pl.until] {
