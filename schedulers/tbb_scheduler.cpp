@@ -17,6 +17,8 @@
 #include "locality.hpp"
 #include "workers/backup_timer.hpp"
 #include "workers/loop_linger.hpp"
+#include "workers/owned_ranges.hpp"
+#include "workers/slot_counters.hpp"
 #include "workers/tick_clock.hpp"
 #include "workers/worker_counters.hpp"
 
@@ -48,63 +50,7 @@ void ensure_workers(unsigned n) {
 
 struct tbb_scheduler::impl {
   struct node_arena;
-  // Per arena slot, so that no counter is shared by every task. A slot has
-  // one thread at a time (oneTBB hands it over with synchronisation), which
-  // updates them with `add` (no locked instruction); the entry of threads
-  // outside the arenas is shared, and updated with fetch_add.
-  // What every task touches comes first, in one cache line.
-  struct alignas(64) counters {
-    node_arena* home = nullptr;  // the arena of this slot (null: threads outside the arenas)
-    // Never reset (stats subtract a baseline): functions submitted by this
-    // slot's threads, counted before they are queued, and functions whose
-    // run has ended here, counted last. Their sums are equal only when no
-    // submitted function is queued or running (~tbb_scheduler waits so).
-    // `retired` is also the count of functions run: `retired_base` is its
-    // value at the last reset_stats.
-    std::atomic<std::uint64_t> submits{0}, retired{0}, retired_base{0};
-    std::atomic<std::uint64_t> started{0};  // functions begun here (lingering workers' starved())
-
-    // Busy time of submitted functions: each of a slot's first
-    // `exact_tasks` since reset_stats is timed (into `busy`), then about one
-    // in 16 (into `sampled`, `sampled_n`), and the others are
-    // counted at the sampled mean. Reading the clock costs about as much as
-    // a spawn, so most functions are not timed.
-    static constexpr std::uint64_t exact_tasks = 64;
-    std::atomic<std::uint64_t> sampled{0}, sampled_n{0}, busy{0};
-    // Loop chunks run by this slot's threads (with the functions run, the
-    // worker's `tasks`; their time goes to `busy`), hinted bytes.
-    std::atomic<std::uint64_t> chunks{0}, hinted{0}, remote{0};
-
-    static void add(std::atomic<std::uint64_t>& c, std::uint64_t v,
-                    std::memory_order mo = std::memory_order_relaxed) noexcept {
-      detail::workers::worker_counters::add(c, v, mo);
-    }
-    // The base first: it is a past value of `retired`, which only grows, so
-    // a reset_stats meanwhile cannot make the difference negative.
-    std::uint64_t functions_run() const noexcept {
-      const std::uint64_t base = retired_base.load(std::memory_order_acquire);
-      return retired.load(std::memory_order_relaxed) - base;
-    }
-    // Where the next function's time goes: `busy`, `sampled`, or nowhere
-    // (null: not timed). The k-th function is sampled when the top four
-    // bits of k times 2^64/phi are zero (a Weyl sequence: one in 16, spread
-    // evenly, with no period a workload could follow), read from the
-    // count the slot keeps anyway.
-    std::atomic<std::uint64_t>* time_into() noexcept {
-      const std::uint64_t k = retired.load(std::memory_order_relaxed);
-      if (k - retired_base.load(std::memory_order_relaxed) < exact_tasks) return &busy;
-      if ((k * 0x9e3779b97f4a7c15ull) >> 60 != 0) return nullptr;
-      add(sampled_n, 1);
-      return &sampled;
-    }
-    // Busy ticks: the timed part, and the sampled mean for the rest.
-    std::uint64_t busy_ticks() const noexcept {
-      const std::uint64_t n = functions_run(), k = sampled_n.load(std::memory_order_relaxed);
-      const std::uint64_t rest = n > exact_tasks ? n - exact_tasks : 0;
-      const std::uint64_t s = sampled.load(std::memory_order_relaxed);
-      return busy.load(std::memory_order_relaxed) + (k ? std::uint64_t((unsigned __int128)s * rest / k) : 0);
-    }
-  };
+  using counters = detail::workers::slot_counters<node_arena>;  // one per arena slot
   struct node_arena {
     tbb::task_arena arena;
     // The context of plain submissions: spawned onto the deque of a thread
@@ -541,19 +487,12 @@ void tbb_scheduler::help_until(detail::help_latch& l) {
   });
 }
 
-namespace {
-// A loop_affinity's record under this policy: oneTBB's own.
-struct affinity_record final : loop_affinity::record {
-  tbb::affinity_partitioner ap;
-};
-}  // namespace
-
 void tbb_scheduler::parallel_for(std::size_t n, std::size_t grain,
                                  detail::function_ref<void(std::size_t, std::size_t)> body) {
   parallel_for_at({}, n, grain, body);
 }
 
-void tbb_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
+void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::size_t grain,
                                     detail::function_ref<void(std::size_t, std::size_t)> body) {
   if (n == 0) return;
   if (grain == 0) grain = 1;
@@ -561,31 +500,50 @@ void tbb_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, st
   impl* p = p_.get();
   int ca = p->current_arena();
   const unsigned a = ca >= 0 ? unsigned(ca) : p->round_robin();
-  auto block = [&](const tbb::blocked_range<std::size_t>& r) {
-    const std::uint64_t t0 = ticks();
-    impl::counters& c = p->slot(a);
-    {
-      impl::scope in(c);
-      body(r.begin(), r.end());
+  impl::node_arena& A = *p->arenas[a];
+  // Chunks of at least `grain` items, at most 64 a worker: a caller's grain
+  // of 1 over many items does not become a claim per item.
+  const std::size_t most = std::size_t(A.threads) * 64;
+  const std::size_t chunk = std::max(grain, (n + most - 1) / most), chunks = (n + chunk - 1) / chunk;
+  // One range of chunks per worker slot (workers/owned_ranges.hpp): the
+  // worker of slot s runs the same slice of every loop of this shape, as
+  // under OpenMP's static schedule, and takes others' chunks when its own
+  // are done. The thread from outside (slot 0) owns none.
+  detail::workers::owned_ranges R(chunks, A.threads);
+  std::atomic<bool> failed{false};  // a body threw: the others claim no more
+  auto work = [&] {
+    const int s = tbb::this_task_arena::current_thread_index();
+    const unsigned own = s >= 1 ? unsigned(s - 1) : R.slots();
+    impl::counters& c = A.slot(s);
+    try {
+      for (std::size_t k; !failed.load(std::memory_order_relaxed) && R.next(own, k);) {
+        const std::uint64_t t0 = ticks();
+        {
+          impl::scope in(c);
+          body(k * chunk, std::min(n, (k + 1) * chunk));
+        }
+        impl::account(c, t0);
+      }
+    } catch (...) {
+      failed.store(true, std::memory_order_relaxed);
+      throw;
     }
-    impl::account(c, t0);
   };
-  std::optional<loop_affinity::hold<affinity_record>> aff;
-  if (hint.affinity) aff.emplace(*hint.affinity, this, [] { return std::make_unique<affinity_record>(); });
-  // Isolated: while the caller waits for its loop it runs only the loop's
-  // own blocks. Without isolation a worker waiting for a map's loop would
-  // also take stage activations queued in the arena (another stage's, or
-  // another replica's, which may go on with unit after unit) and the stage
-  // that called the loop, often the serial one every unit waits for, would
-  // resume only when that activation ends.
+  // One task per worker that can take part, and one for a caller from
+  // outside, which owns no range. Isolated: while the caller waits for its
+  // loop it runs only the loop's own tasks. Without isolation a worker
+  // waiting for a map's loop would also take stage activations queued in
+  // the arena (another stage's, or another replica's, which may go on with
+  // unit after unit) and the stage that called the loop, often the serial
+  // one every unit waits for, would resume only when that activation ends.
+  const std::size_t tasks = std::min<std::size_t>(chunks, A.threads + (ca >= 0 ? 0 : 1));
   auto loop = [&] {
     tbb::this_task_arena::isolate([&] {
-      const tbb::blocked_range<std::size_t> range(0, n, grain);
-      if (affinity_record* r = aff ? aff->get() : nullptr) tbb::parallel_for(range, block, r->ap);
-      else tbb::parallel_for(range, block, tbb::auto_partitioner());
+      if (tasks == 1) return work();
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, tasks, 1),
+                        [&](const tbb::blocked_range<std::size_t>&) { work(); }, tbb::simple_partitioner());
     });
   };
-  impl::node_arena& A = *p->arenas[a];
   A.linger.loop_starts(ticks());
   struct ends {  // also when the body throws
     impl* p;

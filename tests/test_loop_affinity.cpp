@@ -1,9 +1,9 @@
 // Loop affinity: a repeated loop's owner keeps where its blocks ran, and the
-// policies give them the same workers again (`tbb`: affinity_partitioner;
-// `steal` and `deal`: segment i to worker i). These check the record's
-// ownership, the loops' results with it, that steal and deal repeat the
-// segment-to-worker assignment, and that a map passes one record for all its
-// units.
+// policies give them the same workers again (`steal` and `deal`: segment i
+// to worker i with an affinity; `tbb`: every loop, one range per worker
+// slot). These check the record's ownership, the loops' results, that every
+// policy repeats the segment-to-worker assignment, and that a map passes one
+// record for all its units.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -126,42 +126,52 @@ TEST_CASE("loop_affinity: one loop at a time holds the record, made once per sch
   CHECK(held.load() > 0);
 }
 
-TEST_CASE("tbb_scheduler: loops with a loop_affinity cover their range once, also when shared or throwing",
-          "[scheduler]") {
+TEST_CASE("tbb_scheduler: loops cover their range once, shared, nested, from outside or throwing", "[scheduler]") {
   tbb_scheduler s(4);
-  loop_affinity aff;
-  // The same loop again and again, then other sizes and grains with the same record.
+  // The same loop again and again, then other sizes and grains; a grain of
+  // 1 over many items (chunks are cut coarser than a claim per item).
   std::vector<int> v(200000, 0);
   int rounds = 0;
-  for (std::size_t grain : {1000, 1000, 1000, 64, 5000}) {
-    s.parallel_for_at({.affinity = &aff}, v.size(), grain, add_one(v));
+  for (std::size_t grain : {1000, 1000, 1000, 64, 5000, 1}) {
+    s.parallel_for(v.size(), grain, add_one(v));
     ++rounds;
   }
   CHECK(all_equal(v, rounds));
   std::vector<int> w(777, 0);
-  s.parallel_for_at({.affinity = &aff}, w.size(), 10, add_one(w));
+  s.parallel_for(w.size(), 10, add_one(w));
   CHECK(all_equal(w, 1));
+  std::vector<int> one(5, 0);  // fewer items than workers, and a single chunk
+  s.parallel_for(one.size(), 1, add_one(one));
+  s.parallel_for(one.size(), 100, add_one(one));
+  CHECK(all_equal(one, 2));
 
-  // Two threads with one record at once: one holds it, the other runs without.
+  // Two threads from outside at once, and loops nested in a loop's chunks.
   std::vector<int> x(100000, 0), y(100000, 0);
   std::thread other([&] {
-    for (int i = 0; i < 50; ++i) s.parallel_for_at({.affinity = &aff}, y.size(), 500, add_one(y));
+    for (int i = 0; i < 50; ++i) s.parallel_for(y.size(), 500, add_one(y));
   });
-  for (int i = 0; i < 50; ++i) s.parallel_for_at({.affinity = &aff}, x.size(), 500, add_one(x));
+  for (int i = 0; i < 50; ++i) s.parallel_for(x.size(), 500, add_one(x));
   other.join();
   CHECK(all_equal(x, 50));
   CHECK(all_equal(y, 50));
+  std::vector<int> z(64 * 1000, 0);
+  s.parallel_for(64, 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k)
+      s.parallel_for(1000, 10, [&, k](std::size_t i, std::size_t j) {
+        for (; i < j; ++i) ++z[k * 1000 + i];
+      });
+  });
+  CHECK(all_equal(z, 1));
 
-  // An exception reaches the caller and the record is free again.
-  CHECK_THROWS_WITH(s.parallel_for_at({.affinity = &aff}, 1000, 10,
-                                      [](std::size_t b, std::size_t) {
-                                        if (b == 500) throw std::runtime_error("block 500");
-                                      }),
+  // An exception reaches the caller; the next loop runs whole.
+  CHECK_THROWS_WITH(s.parallel_for(1000, 10,
+                                   [](std::size_t b, std::size_t) {
+                                     if (b == 500) throw std::runtime_error("block 500");
+                                   }),
                     "block 500");
-  int made = 0;  // held as the base type: the record is the scheduler's own
-  loop_affinity::hold<loop_affinity::record> h(aff, &s, [&] { return std::make_unique<counted_record>(made); });
-  CHECK(h.get() != nullptr);
-  CHECK(made == 0);  // kept
+  std::vector<int> after(1000, 0);
+  s.parallel_for(after.size(), 10, add_one(after));
+  CHECK(all_equal(after, 1));
 }
 
 // Runs `rounds` loops with one affinity and one segment per worker, each
@@ -197,7 +207,7 @@ static std::vector<int> segment_owners(scheduler& s, unsigned workers, int round
   return most;
 }
 
-TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worker assignment again",
+TEST_CASE("steal, deal and tbb give a loop with an affinity the same segment-to-worker assignment again",
           "[scheduler][tsan]") {
   constexpr unsigned W = 4;
   constexpr int R = 6;
@@ -210,6 +220,10 @@ TEST_CASE("steal and deal give a loop with an affinity the same segment-to-worke
   }
   SECTION("deal") {
     deal_scheduler s(topology::synthetic(1, W));
+    CHECK(repeated(segment_owners(s, W, R)));
+  }
+  SECTION("tbb") {  // without a record: each worker slot owns a range of every loop
+    tbb_scheduler s(W);
     CHECK(repeated(segment_owners(s, W, R)));
   }
 }

@@ -5,8 +5,8 @@
 /// it in the `locality_hint` of `scheduler::parallel_for_at`; a policy that
 /// can then gives each worker the blocks it ran the last time, whose data
 /// may still be in its core's cache, as OpenMP's static schedule does by
-/// construction. `tbb` keeps oneTBB's `affinity_partitioner` in the record;
-/// `steal` and `deal` need no record: any loop with an affinity and one
+/// construction. No policy needs a record today: `tbb` gives every loop's
+/// worker slots the same ranges, and under `steal` and `deal` any loop with an affinity and one
 /// segment per worker gives segment i to worker i, while few such loops run
 /// at once (docs/schedulers.md, "Locality hints"). It is a hint: blocks
 /// still move to idle workers.

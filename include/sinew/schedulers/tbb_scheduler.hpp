@@ -3,9 +3,10 @@
 /// The default policy: oneTBB's work-stealing scheduler, one `task_arena`
 /// per NUMA node. A task submitted by a task of the same arena is spawned
 /// onto that worker's deque (as `tbb::task_group::run`); one submitted from
-/// any other thread is enqueued into the arena (FIFO); map chunks use
-/// `tbb::parallel_for`, with an `affinity_partitioner` for a loop that
-/// passes a `loop_affinity` (a map's successive units).
+/// any other thread is enqueued into the arena (FIFO); a `parallel_for`
+/// cuts its chunks into one range per worker slot, which that slot's worker
+/// runs first, so that successive loops of one shape give each worker the
+/// same slice (as OpenMP's static schedule), and idle workers take the rest.
 ///
 /// NUMA: built over a `topology`, the scheduler has one
 /// arena per node with as many slots as the node has cores; on a real
@@ -79,9 +80,9 @@ class tbb_scheduler final : public scheduler {
   void help_until(detail::help_latch& l) override;
   void parallel_for(std::size_t n, std::size_t grain,
                     detail::function_ref<void(std::size_t, std::size_t)> body) override;
-  /// `parallel_for`; with `hint.affinity`, blocks go to the workers that
-  /// ran them in the last loop with it (oneTBB's `affinity_partitioner`).
-  /// The hint's data does not move the loop.
+  /// `parallel_for`: every loop already gives each worker slot the same
+  /// range of chunks, so `hint.affinity` needs no record here; the hint's
+  /// data does not move the loop.
   void parallel_for_at(const locality_hint& hint, std::size_t n, std::size_t grain,
                        detail::function_ref<void(std::size_t, std::size_t)> body) override;
   scheduler_stats stats() const override;

@@ -206,10 +206,10 @@ class map_exec final : public row_executable {
   std::size_t split(exec_args& a, std::size_t n, std::size_t g, std::size_t min_items, Body& body) {
     std::size_t blocks = (n + g - 1) / g;
     const std::size_t per_task = cost_.steady(std::max<std::size_t>(1, (min_items + g - 1) / g));
-    // Successive units give each worker the blocks it ran for the last one.
-    // A run's first unit goes without: between runs the caller has usually
-    // touched the data (filled the input, read the output), so where the
-    // blocks ran last time says little and placing them costs the loop.
+    // Successive units give each worker the blocks it ran for the last one
+    // (steal, deal; tbb does so for every loop). A run's first unit goes
+    // without: between runs the caller has usually touched the data (filled
+    // the input, read the output), so where the blocks ran says little.
     const locality_hint hint{.affinity = a.seq == 0 ? nullptr : &affinity_};
     a.sched->parallel_for_at(hint, blocks, per_task, [&](std::size_t bb, std::size_t be) {
       if (bb == 0) cost_.timed(body, 0, std::min(n, be * g));

@@ -1,0 +1,77 @@
+#pragma once
+// The chunks of a parallel loop cut into one contiguous range per worker
+// slot, as OpenMP's static schedule cuts a loop: the worker in slot s takes
+// the chunks of range s first, in order, then, when its range is empty,
+// chunks of the other ranges (work-conserving: a late or slow worker's
+// chunks move to the others). Successive loops of the same shape thus give
+// each slot the same slice of the data, which may still be in its core's
+// cache, without a record of where blocks ran and at no cost to a first
+// loop.
+//
+//   owned_ranges R(chunks, slots);                 // one per loop
+//   on each participating thread:
+//     for (std::size_t c; R.next(my_slot, c);) run chunk c;
+//   (my_slot >= slots: a thread that owns no range, e.g. one from outside)
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+namespace sinew::detail::workers {
+
+class owned_ranges {
+ public:
+  static constexpr unsigned local = 32;  // ranges kept in the object; more are allocated
+
+  owned_ranges(std::size_t chunks, unsigned slots) : n_(std::max(1u, slots)) {
+    if (n_ > local) heap_.reset(new range[n_]);
+    // Only the n_ ranges in use are constructed (a loop's set-up touches n_ lines).
+    if (!heap_)
+      for (unsigned s = 0; s < n_; ++s) ::new (static_cast<void*>(inline_ + s * sizeof(range))) range;
+    range* r = ranges();
+    for (unsigned s = 0; s < n_; ++s) {
+      r[s].next.store(chunks * s / n_, std::memory_order_relaxed);
+      r[s].end = chunks * (s + 1) / n_;
+    }
+  }
+  owned_ranges(const owned_ranges&) = delete;
+  owned_ranges& operator=(const owned_ranges&) = delete;
+
+  unsigned slots() const noexcept { return n_; }
+
+  // The next chunk for the thread of slot `own`: true and `chunk` set, or
+  // false when every range is empty. Relaxed: each index is handed out once
+  // by the read-modify-write; what the chunks write is ordered by the
+  // loop's join, not by these counters.
+  bool next(unsigned own, std::size_t& chunk) noexcept {
+    range* r = ranges();
+    const unsigned first = own < n_ ? own : 0;
+    for (unsigned k = 0; k < n_; ++k) {
+      range& g = r[(first + k) % n_];
+      if (g.next.load(std::memory_order_relaxed) >= g.end) continue;  // no RMW on an empty range
+      const std::size_t c = g.next.fetch_add(1, std::memory_order_relaxed);
+      if (c < g.end) {
+        chunk = c;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  struct alignas(64) range {  // one line each: owners do not share their counter
+    std::atomic<std::size_t> next{0};
+    std::size_t end = 0;
+  };
+  static_assert(std::is_trivially_destructible_v<range>);
+  range* ranges() noexcept { return heap_ ? heap_.get() : std::launder(reinterpret_cast<range*>(inline_)); }
+
+  unsigned n_;
+  std::unique_ptr<range[]> heap_;
+  alignas(range) unsigned char inline_[local * sizeof(range)];  // trivially destructible ranges
+};
+
+}  // namespace sinew::detail::workers
