@@ -228,16 +228,24 @@ struct tbb_scheduler::impl {
   // (workers/loop_linger.hpp): at most one runnable thread per core with
   // the thread that ran the loop's end, which goes on, and the thread
   // that waits for the run beside them.
-  void linger_after_loop(node_arena& A) {
+  // noexcept: it runs in a guard's destructor, also while a loop's
+  // exception unwinds; a task that cannot be queued gives its claim back.
+  void linger_after_loop(node_arena& A) noexcept {
     static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const unsigned most = std::min(A.threads, cores - 1), self = own_slot() ? 1 : 0;
     const unsigned awake = most > self ? most - self : 0;
     const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake);
-    for (unsigned i = 0; i < pl.workers; ++i)
-      A.arena.enqueue([this, &A, until = pl.until] {
-        std::uint64_t seen = ~std::uint64_t(0);
-        A.linger.linger(until, [&] { return starved(seen); });
-      });
+    for (unsigned i = 0; i < pl.workers; ++i) {
+      try {
+        A.arena.enqueue([this, &A, until = pl.until] {
+          std::uint64_t seen = ~std::uint64_t(0);
+          A.linger.linger(until, [&] { return starved(seen); });
+        });
+      } catch (...) {  // out of memory: the rest stay asleep
+        A.linger.unclaim(pl.workers - i);
+        return;
+      }
+    }
   }
   unsigned round_robin() noexcept {
     return arenas.size() == 1 ? 0u : unsigned(rr.fetch_add(1, std::memory_order_relaxed) % arenas.size());

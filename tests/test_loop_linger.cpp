@@ -68,6 +68,11 @@ TEST_CASE("loop_linger keeps workers awake only between loops that come at unit 
     // A second plan while those are out adds nobody.
     L.loop_starts(ticks());
     CHECK(L.loop_ends(ticks(), 4).workers == 0);
+    // Claims given back unspent (their tasks could not be queued) free them for the next plan.
+    L.unclaim(3);
+    CHECK(L.outstanding() == 1);
+    L.loop_starts(ticks());
+    CHECK(L.loop_ends(ticks(), 4).workers == 3);
   }
   SECTION("gaps longer than max_ns keep nobody awake") {
     loop_linger L;

@@ -102,6 +102,9 @@ class loop_linger {
     outstanding_.fetch_sub(1, std::memory_order_release);
   }
 
+  // Gives back `n` workers of a plan that will not linger (their task
+  // could not be queued), as their linger() would.
+  void unclaim(unsigned n) noexcept { outstanding_.fetch_sub(n, std::memory_order_release); }
   void stop() noexcept { stop_.store(true, std::memory_order_relaxed); }
   // Workers planned and not yet through linger(): queued or spinning.
   unsigned outstanding() const noexcept { return outstanding_.load(std::memory_order_acquire); }
