@@ -19,7 +19,6 @@
 #include "workers/owned_ranges.hpp"
 #include "workers/slot_counters.hpp"
 #include "workers/tick_clock.hpp"
-#include "workers/worker_counters.hpp"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>

@@ -14,7 +14,6 @@
 //   (my_slot >= slots: a thread that owns no range, e.g. one from outside)
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -32,9 +31,10 @@ class owned_ranges {
     if (!heap_)
       for (unsigned s = 0; s < n_; ++s) ::new (static_cast<void*>(inline_ + s * sizeof(range))) range;
     range* r = ranges();
+    using u128 = unsigned __int128;  // chunks * s cannot overflow
     for (unsigned s = 0; s < n_; ++s) {
-      r[s].next.store(chunks * s / n_, std::memory_order_relaxed);
-      r[s].end = chunks * (s + 1) / n_;
+      r[s].next.store(std::size_t(u128(chunks) * s / n_), std::memory_order_relaxed);
+      r[s].end = std::size_t(u128(chunks) * (s + 1) / n_);
     }
   }
   owned_ranges(const owned_ranges&) = delete;
