@@ -21,6 +21,7 @@
 #include <sinew/skeletons/leaf.hpp>
 #include <sinew/workloads/image.hpp>
 #include <sinew/workloads/random.hpp>
+#include <sinew/workloads/unspecialised.hpp>
 
 namespace sinew::workloads {
 
@@ -57,15 +58,13 @@ inline std::uint8_t add_noise(std::uint8_t c, float sigma, float z) {
 
 /// Pixel `i` of a noisy image: `p` plus noise field `seed` with deviation `sigma`.
 ///
-/// Not inlined on purpose: the leaf and the reference then run the same
-/// machine code, so they agree bit for bit even where the compiler would
-/// contract a*b+c into an FMA differently in different inlining contexts
-/// (GCC's default -ffp-contract=fast with -march=native or -mfma).
+/// One machine code for the leaf, the reference and the peers
+/// (unspecialised.hpp): they agree bit for bit.
 ///
 /// \code
 /// sinew::workloads::rgba8 q = sinew::workloads::noisy_pixel(p, 42, 20.0f, 7);
 /// \endcode
-[[gnu::noinline]] inline rgba8 noisy_pixel(rgba8 p, std::uint64_t seed, float sigma, std::uint64_t i) {
+SINEW_UNSPECIALISED inline rgba8 noisy_pixel(rgba8 p, std::uint64_t seed, float sigma, std::uint64_t i) {
   float z[3];
   pixel_normals(seed, i, z);
   return rgba8{add_noise(p.r, sigma, z[0]), add_noise(p.g, sigma, z[1]), add_noise(p.b, sigma, z[2]), p.a};

@@ -25,6 +25,7 @@
 #include <sinew/skeletons/loop.hpp>
 #include <sinew/skeletons/map.hpp>
 #include <sinew/workloads/random.hpp>
+#include <sinew/workloads/unspecialised.hpp>
 
 namespace sinew::workloads {
 
@@ -52,16 +53,14 @@ static_assert(sizeof(body) == 16 && sizeof(vel) == 16, "body and vel are float4-
 /// (the sample's `nbody_sim` for one work-item; the force sum runs over
 /// j = 0..n-1 in order, so every caller gets bit-identical results).
 ///
-/// Not inlined on purpose: the leaf and the reference then run the same
-/// machine code, so they agree bit for bit even where the compiler would
-/// contract a*b+c into an FMA differently in different inlining contexts
-/// (GCC's default -ffp-contract=fast with -march=native or -mfma).
+/// One machine code for the leaf, the reference and the peers
+/// (unspecialised.hpp): they agree bit for bit.
 ///
 /// \code
 /// sinew::workloads::body np; sinew::workloads::vel nv;
 /// sinew::workloads::nbody_advance(i, pos.data(), vel.data(), pos.size(), 500.0f, 0.005f, &np, &nv);
 /// \endcode
-[[gnu::noinline]] inline void nbody_advance(std::size_t i, const body* pos, const vel* v, std::size_t n, float eps2, float dt,
+SINEW_UNSPECIALISED inline void nbody_advance(std::size_t i, const body* pos, const vel* v, std::size_t n, float eps2, float dt,
                           body* new_pos, vel* new_vel) {
   const body me = pos[i];
   float ax = 0.0f, ay = 0.0f, az = 0.0f;

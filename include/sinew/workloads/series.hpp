@@ -24,6 +24,7 @@
 #include <sinew/skeletons/leaf.hpp>
 #include <sinew/skeletons/map.hpp>
 #include <sinew/engine/source.hpp>
+#include <sinew/workloads/unspecialised.hpp>
 
 namespace sinew::workloads {
 
@@ -59,15 +60,13 @@ inline double series_function(double x, double omegan, int select) {
 /// `--nsteps; while (--nsteps > 0)` loop skips the last one); this is what
 /// the suite's reference values were computed with.
 ///
-/// Not inlined on purpose: the leaf and the reference then run the same
-/// machine code, so they agree bit for bit even where the compiler would
-/// contract a*b+c into an FMA differently in different inlining contexts
-/// (GCC's default -ffp-contract=fast with -march=native or -mfma).
+/// One machine code for the leaf, the reference and the peers
+/// (unspecialised.hpp): they agree bit for bit.
 ///
 /// \code
 /// double a0 = sinew::workloads::trapezoid_integrate(0.0, 2.0, 1000, 0.0, 0) / 2.0;  // 2.8729524964837996
 /// \endcode
-[[gnu::noinline]] inline double trapezoid_integrate(double x0, double x1, int nsteps, double omegan, int select) {
+SINEW_UNSPECIALISED inline double trapezoid_integrate(double x0, double x1, int nsteps, double omegan, int select) {
   double x = x0;
   double dx = (x1 - x0) / double(nsteps);
   double rvalue = series_function(x0, omegan, select) / 2.0;
