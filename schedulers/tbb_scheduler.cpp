@@ -507,9 +507,11 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   int ca = p->current_arena();
   const unsigned a = ca >= 0 ? unsigned(ca) : p->round_robin();
   impl::node_arena& A = *p->arenas[a];
-  // Chunks of at least `grain` items, at most 64 a worker: a caller's grain
-  // of 1 over many items does not become a claim per item.
-  const std::size_t most = std::size_t(A.threads) * 64;
+  // Chunks of at least `grain` items, at most 1024 a worker; a claim takes
+  // up to 16 of them while a range is long (owned_ranges), so that a grain
+  // of 1 over many items does not become a claim per item, and a long
+  // loop's last claims are short.
+  const std::size_t most = std::size_t(A.threads) * 1024;
   const std::size_t chunk = std::max(grain, (n + most - 1) / most), chunks = (n + chunk - 1) / chunk;
   // One range of chunks per worker slot (workers/owned_ranges.hpp): the
   // worker of slot s runs the same slice of every loop of this shape, as
@@ -522,11 +524,11 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
     const unsigned own = s >= 1 ? unsigned(s - 1) : R.slots();
     impl::counters& c = A.slot(s);
     try {
-      for (std::size_t k; !failed.load(std::memory_order_relaxed) && R.next(own, k);) {
+      for (std::size_t kb, ke; !failed.load(std::memory_order_relaxed) && R.next(own, kb, ke);) {
         const std::uint64_t t0 = ticks();
         {
           impl::scope in(c);
-          body(k * chunk, std::min(n, (k + 1) * chunk));
+          body(kb * chunk, std::min(n, ke * chunk));
         }
         impl::account(c, t0);
       }

@@ -8,9 +8,14 @@
 // cache, without a record of where blocks ran and at no cost to a first
 // loop.
 //
+// A claim takes a run of chunks, a quarter of what is left in the range
+// and at most `max_run` (guided self-scheduling, [Polychronopoulos87]):
+// few claims while a range is long, single chunks at its end, so that the
+// workers finish a loop within about one chunk of each other.
+//
 //   owned_ranges R(chunks, slots);                 // one per loop
 //   on each participating thread:
-//     for (std::size_t c; R.next(my_slot, c);) run chunk c;
+//     for (std::size_t b, e; R.next(my_slot, b, e);) run chunks [b, e);
 //   (my_slot >= slots: a thread that owns no range, e.g. one from outside)
 #include <algorithm>
 #include <atomic>
@@ -24,6 +29,7 @@ namespace sinew::detail::workers {
 class owned_ranges {
  public:
   static constexpr unsigned local = 32;  // ranges kept in the object; more are allocated
+  static constexpr std::size_t max_run = 16;  // chunks a claim takes at most
 
   owned_ranges(std::size_t chunks, unsigned slots) : n_(std::max(1u, slots)) {
     if (n_ > local) heap_.reset(new range[n_]);
@@ -42,19 +48,24 @@ class owned_ranges {
 
   unsigned slots() const noexcept { return n_; }
 
-  // The next chunk for the thread of slot `own`: true and `chunk` set, or
-  // false when every range is empty. Relaxed: each index is handed out once
-  // by the read-modify-write; what the chunks write is ordered by the
-  // loop's join, not by these counters.
-  bool next(unsigned own, std::size_t& chunk) noexcept {
+  // The next run of chunks for the thread of slot `own`: true and [begin,
+  // end) set (not empty), or false when every range is empty. Relaxed:
+  // each index is handed out once by the read-modify-write; what the chunks
+  // write is ordered by the loop's join, not by these counters. The run's
+  // length comes from a load that may be stale: a longer or shorter run,
+  // never a chunk handed out twice.
+  bool next(unsigned own, std::size_t& begin, std::size_t& end) noexcept {
     range* r = ranges();
     const unsigned first = own < n_ ? own : 0;
     for (unsigned k = 0; k < n_; ++k) {
       range& g = r[(first + k) % n_];
-      if (g.next.load(std::memory_order_relaxed) >= g.end) continue;  // no RMW on an empty range
-      const std::size_t c = g.next.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t at = g.next.load(std::memory_order_relaxed);
+      if (at >= g.end) continue;  // no RMW on an empty range
+      const std::size_t run = std::clamp<std::size_t>((g.end - at) / 4, 1, max_run);
+      const std::size_t c = g.next.fetch_add(run, std::memory_order_relaxed);
       if (c < g.end) {
-        chunk = c;
+        begin = c;
+        end = std::min(c + run, g.end);
         return true;
       }
     }
