@@ -8,10 +8,12 @@
 // cache, without a record of where blocks ran and at no cost to a first
 // loop.
 //
-// A claim takes a run of chunks, a quarter of what is left in the range
-// and at most `max_run` (guided self-scheduling, [Polychronopoulos87]):
-// few claims while a range is long, single chunks at its end, so that the
-// workers finish a loop within about one chunk of each other.
+// A claim takes a run of what is left in the range over the number of
+// slots, at most `max_run` chunks (guided self-scheduling,
+// [Polychronopoulos87]): few claims while a range is long, single chunks
+// at its end, and when every worker has come to the last range none takes
+// more than its share, so that they finish within about a chunk of each
+// other.
 //
 //   owned_ranges R(chunks, slots);                 // one per loop
 //   on each participating thread:
@@ -61,7 +63,7 @@ class owned_ranges {
       range& g = r[(first + k) % n_];
       const std::size_t at = g.next.load(std::memory_order_relaxed);
       if (at >= g.end) continue;  // no RMW on an empty range
-      const std::size_t run = std::clamp<std::size_t>((g.end - at) / 4, 1, max_run);
+      const std::size_t run = std::clamp<std::size_t>((g.end - at) / n_, 1, max_run);
       const std::size_t c = g.next.fetch_add(run, std::memory_order_relaxed);
       if (c < g.end) {
         begin = c;
