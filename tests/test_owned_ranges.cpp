@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -20,10 +21,11 @@ std::vector<std::size_t> drain(owned_ranges& r, unsigned own) {
     for (std::size_t c = b; c < e; ++c) got.push_back(c);
   return got;
 }
-// The first chunk of the next run `own` takes (99: none left).
+constexpr std::size_t none_left = SIZE_MAX;
+// The first chunk of the next run `own` takes, or none_left.
 std::size_t take(owned_ranges& r, unsigned own) {
-  std::size_t b = 99, e = 99;
-  return r.next(own, b, e) ? b : 99;
+  std::size_t b, e;
+  return r.next(own, b, e) ? b : none_left;
 }
 }  // namespace
 
@@ -34,8 +36,8 @@ TEST_CASE("owned_ranges: an owner takes its own slice in order, then the next sl
   CHECK(take(r, 1) == 2);
   // Slot 2's slice is empty: it goes on with slot 3's, then 0's, then the rest of 1's.
   CHECK(drain(r, 2) == std::vector<std::size_t>{7, 8, 9, 0, 1, 3, 4});
-  CHECK(take(r, 0) == 99);
-  CHECK(take(r, 3) == 99);
+  CHECK(take(r, 0) == none_left);
+  CHECK(take(r, 3) == none_left);
 }
 
 TEST_CASE("owned_ranges: a thread that owns no slice starts at the first, and fewer chunks than slots", "[scheduler][tsan]") {
@@ -44,7 +46,7 @@ TEST_CASE("owned_ranges: a thread that owns no slice starts at the first, and fe
   owned_ranges one(5, 1);
   CHECK(drain(one, 0) == std::vector<std::size_t>{0, 1, 2, 3, 4});
   owned_ranges none(0, 3);
-  CHECK(take(none, 1) == 99);
+  CHECK(take(none, 1) == none_left);
   owned_ranges many(1000, 40);  // more slots than kept in the object
   CHECK(take(many, 39) == 975);  // a run of 1 chunk: slot 39's 25 over 40 slots
   CHECK(drain(many, 39).size() == 999);
