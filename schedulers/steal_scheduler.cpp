@@ -165,9 +165,12 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
   std::size_t b = 0;
   if (!workers::begin_loop(p.sc, L, n, p.threads, w, w ? w->node : 0, b)) {
     // One segment per participant, pushed in one step, then one wake for
-    // the others. The calling worker keeps the first; with the static
-    // assignment (workers::affine_gate) its own, and segment i goes to
-    // worker i's shard, where idle workers may still take it.
+    // the others. Each segment goes to the injection shard of a worker of
+    // its own, where that worker looks first and idle ones may still take
+    // it: with the static assignment (workers::affine_gate) segment i to
+    // worker i, the caller keeping its own; else the caller keeps segment 0
+    // and segment i goes to the i-th worker after it, so that thieves do
+    // not all steal from the caller's deque.
     const std::size_t parts = std::min<std::size_t>(workers::chunk_count(n - b, grain), p.threads);
     // A caller past max_help_depth helps only from its own deque, where it
     // must find its loop's segments (workers/run_task.hpp).
@@ -182,12 +185,12 @@ void steal_scheduler::parallel_for_at(const locality_hint& hint, std::size_t n, 
       t->e = workers::segment_begin(b, n, parts, i + 1);
       return t;
     };
-    if (w && !affine) {
-      for (std::size_t i = parts; i-- > 1;) w->dq.push(make(i));  // thieves take segment 1 first
+    if (deep) {
+      for (std::size_t i = parts; i-- > 1;) w->dq.push(make(i));
     } else {
-      // Segment i to shard i: each worker finds one in its own shard.
+      const std::size_t first = w && !affine ? w->index : 0;
       for (std::size_t i = 0; i < parts; ++i)
-        if (i != mine) p.shards[i % p.shards.size()]->push(make(i));
+        if (i != mine) p.shards[(first + i) % p.shards.size()]->push(make(i));
     }
     const std::size_t pushed = parts - (mine < parts);
     if (pushed) p.announce_work(pushed);

@@ -120,9 +120,10 @@ inline void wait_outside(const loop_ctx& L, std::atomic<std::uint32_t>& waiters,
 // every worker the same elements, which its core's cache may still hold, as
 // OpenMP's static schedule does). That pays while few such loops run at once
 // (a pipeline of maps: each worker holds a segment of each); once more than
-// half as many loops as workers run (maps in farms), a caller keeps its
-// loop's segments on its own deque instead, and each unit's data stays with
-// the worker that runs most of it. The count is a heuristic: relaxed.
+// half as many loops as workers run (maps in farms), loops place their
+// segments as without an affinity, starting after the caller, so that
+// concurrent loops do not all give their first segment to worker 0. The
+// count is a heuristic: relaxed.
 //
 //   workers::affine_gate::claim aff(p.affine, hint.affinity && parts == threads, threads);
 //   if (aff.held()) { /* segment i to worker i */ }
