@@ -214,6 +214,29 @@ TEST_CASE("io a stopped MQTT source delivers every record it accepted", "[io][mq
   CHECK(st.records_in >= 10);
 }
 
+// A QoS 0 source with records in its unit sleeps until a few more messages
+// came or the unit's deadline: three messages, and no more, still arrive
+// within the latency bound (here 20 ms; `eventually` allows seconds).
+TEST_CASE("io an MQTT source closes a unit at its latency bound when few messages come", "[io][mqtt][tsan]") {
+  broker b;
+  NEED_BROKER(b);
+  io::mqtt_source_options in;
+  in.broker = b.at();
+  in.topics = {"few"};
+  in.format = io::message_format::binary(rec16());
+  in.batch.latency = std::chrono::milliseconds(20);
+  auto src = io::mqtt_source(in);
+  subscribed(src);
+  std::atomic<int> seen{0};
+  graph g(map<keep<std::uint8_t>>());
+  auto f = g.run(src, for_each([&](const work_unit& u) { seen += int(u.in().count() / 16); }));
+  publish(b, 3, "few");
+  CHECK(eventually([&] { return seen.load() == 3; }));
+  f.stop();
+  f.get();
+  CHECK(f.stats().records_out == 3);
+}
+
 TEST_CASE("io MQTT faults: no broker, malformed messages, bad topics", "[io][mqtt]") {
   broker b;
   NEED_BROKER(b);

@@ -34,6 +34,8 @@ class message_batch {
   const std::string& why() const noexcept { return why_; }
   std::size_t size() const noexcept { return n_; }
   bool full() const noexcept { return n_ == max_records_; }
+  /// Records this unit can still take.
+  std::size_t room() const noexcept { return max_records_ - n_; }
   /// Moves the records into `b` (a record batch when `batch`; one record
   /// otherwise) and starts an empty unit. Requires size() > 0.
   void finish(unit_builder& b, bool batch);

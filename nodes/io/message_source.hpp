@@ -53,6 +53,8 @@ class message_source : public io_source {
   /// (false), or throw.
   virtual bool idle_end() { return false; }
 
+  /// Records the unit being filled can still take (1 before the first unit).
+  std::size_t room() const noexcept { return batch_ ? batch_->room() : 1; }
   /// Messages received, and skipped as malformed.
   std::uint64_t messages() const noexcept { return messages_.load(std::memory_order_relaxed); }
   /// "12 messages, 1 malformed skipped", for report().

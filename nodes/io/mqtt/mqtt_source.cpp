@@ -1,5 +1,6 @@
 // MQTT sources: topic filters at QoS 0 (at most once) or 1 (at least once,
 // end to end through delivery notes), a message a record (io/mqtt.hpp).
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -27,6 +28,7 @@ struct inbox {
   };
   std::deque<item> q;
   std::uint64_t arrived = 0, acked = 0;  // QoS 1: messages whose callback may return
+  std::size_t want = 1;                  // the queue length that wakes the waiting source
   bool stopping = false;                 // the source ended: nothing more is taken
   bool cut = false;                      // QoS 1: a message will not be acknowledged
   mosquitto* live = nullptr;             // the client while it runs (for cutting)
@@ -136,7 +138,7 @@ class mqtt_source_impl final : public detail::message_source {
     }
     const std::uint64_t id = ++in_->arrived;
     in_->q.push_back({std::move(payload), id});
-    if (in_->q.size() == 1) in_->cv.notify_all();  // the source waits only on an empty queue
+    if (in_->q.size() == in_->want) in_->cv.notify_all();  // the source waits only on an empty queue
     if (o_.qos == 1) in_->cv.wait(lk, [&] { return in_->acked >= id || in_->cut; });
   }
 
@@ -157,9 +159,14 @@ class mqtt_source_impl final : public detail::message_source {
       if (const std::string f = c_.failure(); !f.empty()) throw error(f);
       const std::uint64_t now = sinew::detail::now_ns();
       if (deadline_ns && now >= deadline_ns) return got::timeout;
-      // Wake at least every 100 ms to see a lost connection.
+      // Wake at least every 100 ms to see a lost connection. With records
+      // in the unit, wait for a few more messages or its deadline: woken by
+      // every message, the source's thread would sleep and wake once per
+      // message of a steady stream that it drains as fast as it comes.
       const std::uint64_t wait = deadline_ns ? std::min<std::uint64_t>(deadline_ns - now, 100000000u) : 100000000u;
+      in_->want = deadline_ns && o_.qos == 0 ? std::clamp<std::size_t>(room(), 1, std::min(wake_after, o_.queue)) : 1;
       in_->cv.wait_for(lk, std::chrono::nanoseconds(wait));
+      in_->want = 1;
     }
   }
   got next() {
@@ -190,6 +197,7 @@ class mqtt_source_impl final : public detail::message_source {
     if (o_.qos == 1) b.set_note(note_ref(new ack_note(in_, last_)));
   }
 
+  static constexpr std::size_t wake_after = 32;  // messages that wake a source with records in its unit
   mqtt_source_options o_;
   std::shared_ptr<inbox> in_;
   std::mutex subs_m_;                // guards subs_ (the network thread's callbacks)
