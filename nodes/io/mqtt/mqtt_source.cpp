@@ -138,7 +138,7 @@ class mqtt_source_impl final : public detail::message_source {
     }
     const std::uint64_t id = ++in_->arrived;
     in_->q.push_back({std::move(payload), id});
-    if (in_->q.size() == in_->want) in_->cv.notify_all();  // the source waits only on an empty queue
+    if (in_->q.size() == in_->want) in_->cv.notify_all();  // the source waits on an empty queue for `want`
     if (o_.qos == 1) in_->cv.wait(lk, [&] { return in_->acked >= id || in_->cut; });
   }
 
