@@ -255,6 +255,9 @@ TEST_CASE("io MQTT faults: no broker, malformed messages, bad topics", "[io][mqt
   CHECK_THROWS_WITH(g.run(io::generator(gen), io::mqtt_sink(out)), Catch::Contains("mqtt sink 127.0.0.1:") && Catch::Contains("cannot connect"));
 
   in.broker = b.at();
+  in.queue = 0;  // the network thread could never queue a message
+  CHECK_THROWS_WITH(io::mqtt_source(in), Catch::Contains("a queue of 0 messages"));
+  in.queue = 1024;
   in.topics = {"a/#/b"};
   CHECK_THROWS_WITH(io::mqtt_source(in), Catch::Contains("is not a topic filter"));
   out.broker = b.at();

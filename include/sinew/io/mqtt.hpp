@@ -68,7 +68,7 @@ struct mqtt_source_options {
   batching batch;
   std::optional<std::uint64_t> count;         ///< end after this many records
   std::chrono::milliseconds idle_timeout{0};  ///< end after this long without a message; 0 = never
-  std::size_t queue = 1024;                   ///< QoS 0: messages waiting for the source (which takes them all at once)
+  std::size_t queue = 1024;                   ///< QoS 0: messages waiting for the source (which takes them all at once); at least 1
 };
 
 struct mqtt_sink_options {

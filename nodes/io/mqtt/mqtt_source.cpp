@@ -68,6 +68,7 @@ class mqtt_source_impl final : public detail::message_source {
   explicit mqtt_source_impl(mqtt_source_options o)
       : message_source(o.format, o.batch, o.count, o.idle_timeout, o.qos == 1), o_(std::move(o)), in_(std::make_shared<inbox>()), c_(o_.broker, "mqtt source", o_.qos == 1) {
     if (o_.qos < 0 || o_.qos > 1) throw error(c_.who() + ": QoS " + std::to_string(o_.qos) + " (0 or 1)");
+    if (o_.queue == 0) throw error(c_.who() + ": a queue of 0 messages (at least 1)");
     if (o_.topics.empty()) throw error(c_.who() + ": no topic to subscribe to");
     if (o_.format.multipart) throw error(c_.who() + ": an MQTT message has one payload (no multipart)");
     if (o_.format.layout) o_.format.layout->check(c_.who());
