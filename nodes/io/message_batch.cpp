@@ -10,8 +10,10 @@ message_batch::message_batch(message_format f, std::size_t records, std::size_t 
     : f_(std::move(f)), max_records_(std::max<std::size_t>(records, 1)), max_bytes_(std::max<std::size_t>(bytes, 1)) {
   if (f_.layout) {
     f_.layout->check("a message format");
+    record_bytes_ = f_.layout->bytes();
+    adopts_ = record_bytes_ >= adopt_from;
     // Binary records have one size: the record count alone bounds a unit.
-    max_records_ = std::max<std::size_t>(1, std::min(max_records_, max_bytes_ / f_.layout->bytes()));
+    max_records_ = std::max<std::size_t>(1, std::min(max_records_, max_bytes_ / record_bytes_));
   }
   start();
 }
@@ -67,12 +69,12 @@ message_batch::added message_batch::add(const frame* frames, std::size_t n) {
     ++n_;
     return added::ok;
   }
-  if (n != 1 || frames[0].size != l.bytes()) {
+  if (n != 1 || frames[0].size != record_bytes_) {
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) total += frames[i].size;
     why_ = n != 1 ? std::to_string(n) + " frames where a record is one"
                   : std::to_string(total) + " bytes where a record of the layout " + l.str() + " has " +
-                        std::to_string(l.bytes());
+                        std::to_string(record_bytes_);
     return added::malformed;
   }
   const char* p = static_cast<const char*>(frames[0].data);
@@ -113,10 +115,9 @@ struct message_hold final : buffer_hook {
 };
 }  // namespace
 
-bool message_batch::adoptable(const frame* frames, std::size_t n) const {
-  if (!f_.layout || f_.layout->bytes() < adopt_from) return false;
+bool message_batch::frames_fit(const frame* frames, std::size_t n) const {
   const record_layout& l = *f_.layout;
-  if (!f_.multipart) return n == 1 && frames[0].size == l.bytes();
+  if (!f_.multipart) return n == 1 && frames[0].size == record_bytes_;
   if (n != l.buffers.size()) return false;
   for (std::size_t b = 0; b < n; ++b)
     if (frames[b].size != l.shape.count() * l.buffers[b]->size) return false;

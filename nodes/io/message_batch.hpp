@@ -44,14 +44,17 @@ class message_batch {
   static constexpr std::size_t adopt_from = 16384;
   /// True when `frames[0, n)` are a well-formed binary record of at least
   /// `adopt_from` bytes.
-  bool adoptable(const frame* frames, std::size_t n) const;
+  bool adoptable(const frame* frames, std::size_t n) const { return adopts_ && frames_fit(frames, n); }
   /// Makes `b` a unit of that one record whose buffers are the frames'
   /// memory, kept alive by `message` until the last buffer goes.
   void adopt(const frame* frames, std::size_t n, std::shared_ptr<void> message, unit_builder& b, bool batch) const;
 
  private:
   void start();
+  bool frames_fit(const frame* frames, std::size_t n) const;
   message_format f_;
+  std::size_t record_bytes_ = 0;  // binary: the layout's bytes(), read once per record
+  bool adopts_ = false;           // binary records of adopt_from bytes or more
   std::size_t max_records_, max_bytes_;
   std::size_t n_ = 0, used_ = 0;  // records, and bytes of text
   std::vector<buffer_ref> bufs_;  // binary: one per buffer of the layout; text: the bytes

@@ -100,7 +100,7 @@ class zmq_sink_impl final : public sinew::detail::sink_impl {
               zmq::message_t& m = spares_[next_++];
               if (m.size() == f[i].size) {
                 std::memcpy(m.data(), f[i].data, f[i].size);
-                detail::zmq_spares::process().sent();
+                detail::zmq_spares::sent();
                 send_frame(std::move(m), i + 1 < n);
                 continue;
               }  // a spare of another size is dropped

@@ -67,7 +67,7 @@ class zmq_source_impl final : public detail::message_source {
       parts_.clear();
       try {
         if (zmq::recv_multipart(s_.sock, std::back_inserter(parts_), zmq::recv_flags::dontwait)) {
-          detail::zmq_spares::process().received();
+          detail::zmq_spares::received();
           return got::message;
         }
       } catch (const zmq::error_t& e) {

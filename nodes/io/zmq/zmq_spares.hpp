@@ -31,15 +31,15 @@ class zmq_spares {
   /// wrote a spare and before it hands it to ZeroMQ, a source received()
   /// after each message it receives, so that a spare's bytes the sink wrote
   /// come before the source's reads of a message ZeroMQ later put there.
-  /// Nothing in other builds.
-  void sent() noexcept {
+  /// Nothing in other builds (not even a look at the pool).
+  static void sent() noexcept {
 #if defined(__SANITIZE_THREAD__)
-    __tsan_release(&reuse_);
+    __tsan_release(&process().reuse_);
 #endif
   }
-  void received() noexcept {
+  static void received() noexcept {
 #if defined(__SANITIZE_THREAD__)
-    __tsan_acquire(&reuse_);
+    __tsan_acquire(&process().reuse_);
 #endif
   }
 
