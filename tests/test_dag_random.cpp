@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -85,6 +87,7 @@ struct random_dag {
   std::vector<std::string> sink_names;
   std::vector<stream_m> expected;  // per sink
   std::string thrower;             // vertex that must fail the run ("" = none)
+  std::map<std::string, int> kinds;  // what the dag holds, for the batch's tally
   int next = 0;
 
   std::string name() { return "v" + std::to_string(next++); }
@@ -114,6 +117,7 @@ struct random_dag {
       inputs.push_back(std::move(items));
       ports.push_back({d.source("src" + std::to_string(s)), std::move(m), 1});
     }
+    if (nsrc > 1) kinds["several sources"]++;
     const int steps = 1 + roll(10);
     for (int step = 0; step < steps; ++step) {
       const int op = roll(7);
@@ -127,6 +131,7 @@ struct random_dag {
             u.bufs.resize(1);
           }
           ports.push_back({d.add(name(), map<sum2_mod>(), in.p), std::move(out), 1});
+          kinds["tree after a zip or join"]++;
           continue;
         }
         port_m& in = pick(rng, 1);
@@ -140,18 +145,23 @@ struct random_dag {
           t = farm(map(throw_if{victim.bufs[0][std::size_t(roll(4))]}), 2);
           thrower = n;
           out = in.units;
+          kinds["throwing farm"]++;
         } else if (kind == 0) {
           t = map<inc_mod>();
           out = map_values(in.units, [](int x) { return (x + 1) % modulus; });
+          kinds["map"]++;
         } else if (kind == 1) {
           t = farm(map<twice_mod>(), 3);
           out = map_values(in.units, [](int x) { return 2 * x % modulus; });
+          kinds["farm"]++;
         } else if (kind == 2) {
           t = pipeline(map<inc_mod>(), farm(map<twice_mod>(), 2, farm_order::unordered));
           out = map_values(in.units, [](int x) { return 2 * ((x + 1) % modulus) % modulus; });
+          kinds["pipeline"]++;
         } else {
           t = map<square_in_place>();  // in place: copies what a broadcast shares
           out = map_values(in.units, sq_mod);
+          kinds["in-place map"]++;
         }
         ports.push_back({d.add(n, t, in.p), std::move(out), 1});
       } else if (op == 3) {  // a split by key into 2 or 3, or a keyed farm
@@ -164,9 +174,11 @@ struct random_dag {
           std::vector<stream_m> outs(n);
           for (const unit_m& u : in.units) outs[std::size_t(u.bufs[0][1]) % n].push_back(u);
           for (unsigned k = 0; k < n; ++k) ports.push_back({parts[k], std::move(outs[k]), 1});
+          kinds["split by key"]++;
         } else {
           auto out = d.keyed_farm(name(), in.p, n, key, [](unsigned) { return map<inc_mod>(); });
           ports.push_back({out, map_values(in.units, [](int x) { return (x + 1) % modulus; }), 1});
+          kinds["keyed farm"]++;
         }
       } else if (op == 4 || op == 5) {  // a merge of two outputs holding as many buffers
         const unsigned b = has(2) && roll(3) == 0 ? 2 : 1;
@@ -177,6 +189,7 @@ struct random_dag {
         stream_m out = a.units;
         out.insert(out.end(), c.units.begin(), c.units.end());
         ports.push_back({d.merge(name(), {a.p, c.p}), std::move(out), b});
+        kinds["merge"]++;
       } else {  // a zip, or a join keyed by seq, of two outputs that carry the same sequence numbers once each
         std::vector<std::pair<std::size_t, std::size_t>> ok;
         for (std::size_t i = 0; i < ports.size(); ++i)
@@ -196,6 +209,7 @@ struct random_dag {
         const dag::port p = join ? d.join(name(), {ports[i].p, ports[j].p}, {[](const work_unit& u) { return u.seq(); }})
                                  : d.zip(name(), {ports[i].p, ports[j].p});
         ports.push_back({p, std::move(out), 2});
+        kinds[join ? "join" : "zip"]++;
       }
     }
     // Every output nobody reads goes to a sink of its own, and one more
@@ -207,15 +221,22 @@ struct random_dag {
         d.sink(sink_names.back(), ports[i].p);
         expected.push_back(ports[i].units);
         std::sort(expected.back().begin(), expected.back().end());
+        ++ports[i].readers;
       }
+    if (sink_names.size() > 1) kinds["several sinks"]++;
+    for (const port_m& p : ports)
+      if (p.readers > 1) kinds["broadcast"]++;
   }
 };
 
-void run_random(std::uint32_t seed_base, int graphs, int first = 0) {
+// Runs dags seed_base + [first, graphs) and prints what they held and how
+// they ended (the counts name the dags, not their vertices).
+std::map<std::string, int> run_random(std::uint32_t seed_base, int graphs, int first = 0) {
   const char* const policies[] = {"tbb", "steal", "deal"};
   std::vector<std::unique_ptr<scheduler>> scheds;
   for (const char* p : policies) scheds.push_back(make_scheduler(p, {.threads = 2, .pin = false}));
-  std::size_t failures_checked = 0, cancels = 0;
+  std::map<std::string, int> tally;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int gi = first; gi < graphs; ++gi) {
     const std::uint32_t seed = seed_base + std::uint32_t(gi);
     std::mt19937 rng(seed);
@@ -223,6 +244,8 @@ void run_random(std::uint32_t seed_base, int graphs, int first = 0) {
     const std::size_t pi = std::size_t(gi) % 3;
     const bool cancel = gi % 5 == 3;
     INFO("seed " << seed << " on " << policies[pi] << (cancel ? ", cancelled" : ""));
+    tally[std::string("policy ") + policies[pi]]++;
+    for (const auto& [k, v] : r.kinds) tally[k] += v > 0;
     graph g(r.d, {.scheduler = scheds[pi].get(), .capacity = std::size_t(rng() % 3)});
     INFO(g.describe());
     graph::named_sources srcs;
@@ -244,23 +267,22 @@ void run_random(std::uint32_t seed_base, int graphs, int first = 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
       f.cancel();
     }
-    bool was_cancelled = false;
+    const char* ended = "verified";  // or how the run ended early (the sinks' contents are partial then)
     try {
       f.get();
       CHECK(r.thrower.empty());
     } catch (const cancelled&) {
-      was_cancelled = true;
-      ++cancels;
+      ended = "ended cancelled";
       CHECK(cancel);
     } catch (const node_error& e) {
       INFO(e.what());
       CHECK(!r.thrower.empty());
       CHECK(e.path().rfind(r.thrower, 0) == 0);
-      ++failures_checked;
-      was_cancelled = true;  // the sinks' contents are partial
+      ended = "ended by a throwing leaf";
     }
+    tally[ended]++;
     CHECK(f.stats().units_alive == 0);
-    if (was_cancelled) continue;
+    if (ended != std::string("verified")) continue;
     for (std::size_t k = 0; k < got.size(); ++k) {
       std::sort(got[k].begin(), got[k].end());
       INFO("sink " << r.sink_names[k]);
@@ -268,11 +290,17 @@ void run_random(std::uint32_t seed_base, int graphs, int first = 0) {
       CHECK(got[k] == r.expected[k]);
     }
   }
+  std::string counts;
+  for (const auto& [k, v] : tally) counts += (counts.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  std::printf("random dags: %d from seed %u in %.1f s: %s\n", graphs - first, unsigned(seed_base + std::uint32_t(first)),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), counts.c_str());
+  std::fflush(stdout);
   // The mix ran what it claims: some failures and some cancellations.
-  if (graphs >= 100) {
-    CHECK(failures_checked > 0);
-    CHECK(cancels + failures_checked > 0);
+  if (graphs - first >= 100) {
+    CHECK(tally["ended by a throwing leaf"] > 0);
+    CHECK(tally["ended cancelled"] > 0);
   }
+  return tally;
 }
 
 }  // namespace
@@ -282,5 +310,13 @@ TEST_CASE("dag random dags match the sequential model on every policy", "[dag][r
 }
 
 TEST_CASE("dag random dags stress of 10000 dags", "[.][dag][stress]") {
-  run_random(500000, 10000);
+  auto t = run_random(500000, 10000);
+  // The generator reaches every topology element, policy and outcome.
+  for (const char* k : {"map", "farm", "pipeline", "in-place map", "throwing farm", "tree after a zip or join", "split by key",
+                        "keyed farm", "merge", "zip", "join", "broadcast", "several sources", "several sinks",
+                        "policy tbb", "policy steal", "policy deal", "verified", "ended cancelled",
+                        "ended by a throwing leaf"}) {
+    INFO(k);
+    CHECK(t[k] > 0);
+  }
 }
