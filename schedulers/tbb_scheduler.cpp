@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <sinew/detail/clock.hpp>
+#include <sinew/detail/tsan.hpp>
 #include <sinew/engine/error.hpp>
 
 #include "locality.hpp"
@@ -308,6 +309,7 @@ inline void tbb_scheduler::impl::run(counters& c, task_function& fn, std::uint64
   std::atomic<std::uint64_t>* const timed = c.time_into();
   const std::uint64_t t0 = timed ? ticks() : 0;
   counters::add(c.started, 1);
+  if (counter) detail::tsan_acquire(counter);  // what its submitter did before (submit_counted)
   if (hinted) {  // before fn: counted once a waiter sees the task done
     counters::add(c.hinted, hinted);
     counters::add(c.remote, remote);
@@ -362,6 +364,7 @@ struct tbb_scheduler::impl::task final : tbb::detail::d1::task {
   allocator alloc;
   [[no_unique_address]] Hint h;
   tbb::detail::d1::task* execute(tbb::detail::d1::execution_data& ed) override {
+    detail::tsan_acquire(this);  // what its submitter did before (submit)
     node_arena& A = arena_of(*ed.context);
     // The slot from ed: no thread-local lookup.
     counters& c = A.slot(int(tbb::detail::d1::execution_slot(ed)));
@@ -394,6 +397,7 @@ void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (impl::counters* in = p->own_slot(); in && hint.numa_node < 0 && !detail::hint_has_data(hint)) {
     auto* t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
     p->count_submit(in);  // once nothing can throw: a counted function always runs
+    detail::tsan_release(t);  // oneTBB's hand-off, which ThreadSanitizer cannot see (detail/tsan.hpp)
     return tbb::detail::d1::spawn(*t, in->home->ctx);
   }
   const impl::target w = p->place(hint);
@@ -401,6 +405,7 @@ void tbb_scheduler::submit(task_function fn, const locality_hint& hint) {
   if (w.hinted) t = al.new_object<impl::task<impl::hint_bytes>>(al, std::move(fn), impl::hint_bytes{w.hinted, w.remote});
   else t = al.new_object<impl::task<impl::no_hint>>(al, std::move(fn), impl::no_hint{});
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
+  detail::tsan_release(t);
   impl::node_arena& A = *p->arenas[w.arena];
   if (w.local()) {
     tbb::detail::d1::spawn(*t, A.ctx);
@@ -441,6 +446,9 @@ void tbb_scheduler::submit_counted(task_function fn, detail::task_counter& c, co
   // groups nest about as deep as the recursion, not as the arena's queue.
   auto h = g->tg.defer(impl::group_body(p, w.arena, w.hinted, w.remote, std::move(fn), &c));
   p->count_submit(w.in);  // once nothing can throw: a counted function always runs
+  // Keyed by the counter (the task's own address is oneTBB's): a task takes
+  // over what was done before every submission into its group so far.
+  detail::tsan_release(&c);
   if (w.local()) {
     g->tg.run(std::move(h));
   } else {
@@ -519,7 +527,17 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   // are done. The thread from outside (slot 0) owns none.
   detail::workers::owned_ranges R(chunks, A.threads);
   std::atomic<bool> failed{false};  // a body threw: the others claim no more
+  // oneTBB orders the caller's writes before the loop's tasks and their
+  // accesses before its join returns; ThreadSanitizer cannot see inside
+  // libtbb, so the hand-overs are told to it (detail/tsan.hpp): in through
+  // `failed`, out through R.
+  struct handed_over {
+    void* frame;
+    ~handed_over() { detail::tsan_release(frame); }
+  };
   auto work = [&] {
+    detail::tsan_acquire(&failed);
+    handed_over h{&R};
     const int s = tbb::this_task_arena::current_thread_index();
     const unsigned own = s >= 1 ? unsigned(s - 1) : R.slots();
     impl::counters& c = A.slot(s);
@@ -556,8 +574,13 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   struct ends {  // also when the body throws
     impl* p;
     impl::node_arena& A;
-    ~ends() { p->linger_after_loop(A); }
-  } at_end{p, A};
+    void* frame;
+    ~ends() {
+      detail::tsan_acquire(frame);
+      p->linger_after_loop(A);
+    }
+  } at_end{p, A, &R};
+  detail::tsan_release(&failed);
   A.arena.execute(loop);  // runs in place when already inside the arena
 }
 

@@ -16,10 +16,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include <sinew/detail/tsan.hpp>
+
 
 namespace sinew::io::detail {
 
@@ -34,12 +32,12 @@ class zmq_spares {
   /// Nothing in other builds (not even a look at the pool).
   static void sent() noexcept {
 #if defined(__SANITIZE_THREAD__)
-    __tsan_release(&process().reuse_);
+    sinew::detail::tsan_release(&process().reuse_);
 #endif
   }
   static void received() noexcept {
 #if defined(__SANITIZE_THREAD__)
-    __tsan_acquire(&process().reuse_);
+    sinew::detail::tsan_acquire(&process().reuse_);
 #endif
   }
 
