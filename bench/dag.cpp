@@ -16,15 +16,18 @@
 // (run_stats::capacity_total); its buffers come from a free list kept across
 // runs, like Sinew's pool. Both sinks are serial and check each unit (every
 // element up to 1024, else 1024 evenly spaced), that each came once, and the
-// replicas' final counts. RATIO dag_<shape>[_farm]_<size>_<policy>: ns/unit
+// replicas' final counts. A graph's variants run in interleaved rounds
+// (compare()). RATIO dag_<shape>[_farm]_<size>_<policy>: ns/unit
 // at 1 float (target <= 0.5), units/s at 4 KiB and 1 MiB (>= 1.0);
 // dag_keyed_count_<policy>: records/s (>= 1.0).
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -296,41 +299,62 @@ struct comparison {
   std::function<void(std::size_t limit)> flow_run;
 };
 
-/// Measures the flow graph, then Sinew under each policy; one ratio per policy.
+/// Measures the flow graph and Sinew under each policy in interleaved
+/// rounds (context::measure_interleaved: a drift of the host hits every
+/// variant alike); one ratio per policy, the median of its rounds' ratios
+/// to the flow graph. Every scheduler and graph stays alive (a graph keeps
+/// its finished runs for the next), and each run starts after a pause longer
+/// than any policy keeps idle workers awake (at most 2 ms), so that no
+/// variant runs beside another's spinning workers.
 void compare(sb::context& ctx, const comparison& c) {
   const unsigned threads = sb::thread_count();
   const std::size_t capacity = 2 * threads;
   const bool ns = c.per_unit_ns;
   const double amount = c.amount;
   const std::string unit = ns ? "ns/unit" : c.unit;
-  auto measure = [&](const std::string& name, std::function<void()> run, const std::string& note) -> const auto& {
-    return ctx.measure({.name = c.label + ", " + name, .unit = unit, .better = ns ? sb::lower : sb::higher,
-                        .setup = c.setup, .run = std::move(run),
-                        .to_metric = [=](double s) { return ns ? s / amount * 1e9 : amount / s; },
-                        .check = c.check, .note = note});
+  auto variant = [&](const std::string& name, std::function<void()> run, const std::string& note) {
+    return sb::variant{.name = c.label + ", " + name, .unit = unit, .better = ns ? sb::lower : sb::higher,
+                       .setup =
+                           [&] {
+                             std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                             c.setup();
+                           },
+                       .run = std::move(run),
+                       .to_metric = [=](double s) { return ns ? s / amount * 1e9 : amount / s; },
+                       .check = c.check, .note = note};
   };
-  auto graph_on = [&](sinew::scheduler& s) { return sinew::graph(c.make(), {.scheduler = &s, .capacity = capacity}); };
+  auto graph_on = [&](sinew::scheduler& s) {
+    return std::make_unique<sinew::graph>(c.make(), sinew::graph_options{.scheduler = &s, .capacity = capacity});
+  };
+  std::vector<std::unique_ptr<sinew::scheduler>> scheds;
+  std::vector<std::unique_ptr<sinew::graph>> graphs;
+  for (const char* policy : kPolicies) {
+    scheds.push_back(sinew::make_scheduler(policy, {.threads = threads}));
+    graphs.push_back(graph_on(*scheds.back()));
+  }
   // The flow graph's limiter: as many units as Sinew's queues hold together
   // (read from a run of no units).
   std::size_t limit = 0;
   {
-    auto sched = sinew::make_scheduler("tbb", {.threads = threads});
-    sinew::graph g = graph_on(*sched);
-    auto f = g.run({{"src", sinew::generate([](sinew::unit_builder&) { return false; })}},
-                   {{"out", sinew::discard()}});
+    auto f = graphs[0]->run({{"src", sinew::generate([](sinew::unit_builder&) { return false; })}},
+                            {{"out", sinew::discard()}});
     f.get();
     limit = f.stats().capacity_total;
   }
-  const auto& base = measure("tbb flow graph", [&] { sb::peer_arena().execute([&] { c.flow_run(limit); }); },
-                             "limiter_node(" + std::to_string(limit) + "), " + c.flow_note);
-  for (const char* policy : kPolicies) {
-    auto sched = sinew::make_scheduler(policy, {.threads = threads});
-    sinew::graph g = graph_on(*sched);
-    const auto& mine = measure(std::string("sinew ") + policy, [&] { c.sinew_run(g); },
-                               "capacity " + std::to_string(capacity) + " a queue, " + c.sinew_note);
-    ctx.ratio(c.ratio_key + "_" + policy, mine.stats.median / base.stats.median, ns ? 0.5 : 1.0,
+  std::vector<sb::variant> vs;
+  vs.push_back(variant("tbb flow graph", [&] { sb::peer_arena().execute([&] { c.flow_run(limit); }); },
+                       "limiter_node(" + std::to_string(limit) + "), " + c.flow_note));
+  for (std::size_t i = 0; i < graphs.size(); ++i)
+    vs.push_back(variant(std::string("sinew ") + kPolicies[i], [&, i] { c.sinew_run(*graphs[i]); },
+                         "capacity " + std::to_string(capacity) + " a queue, " + c.sinew_note));
+  const auto s = ctx.measure_interleaved(vs);
+  if (s[0]->stats.n == 0) return;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    if (s[i + 1]->stats.n == 0) continue;
+    ctx.ratio(c.ratio_key + "_" + kPolicies[i], sb::paired_ratio(*s[i + 1], *s[0]), ns ? 0.5 : 1.0,
               ns ? sb::lower : sb::higher,
-              "sinew " + std::string(policy) + " " + unit + " / flow graph " + unit + ", " + c.label + " (medians)");
+              "sinew " + std::string(kPolicies[i]) + " " + unit + " / flow graph " + unit + ", " + c.label +
+                  " (median of paired rounds)");
   }
 }
 
