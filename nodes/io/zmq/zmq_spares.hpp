@@ -18,7 +18,6 @@
 
 #include <sinew/detail/tsan.hpp>
 
-
 namespace sinew::io::detail {
 
 class zmq_spares {
