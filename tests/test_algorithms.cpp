@@ -60,7 +60,7 @@ const std::size_t lengths[] = {0, 1, 2, 1000, 16384, 16385, 100'003};
 
 }  // namespace
 
-TEST_CASE("parallel_invoke runs every function and rethrows", "[algorithms]") {
+TEST_CASE("parallel_invoke runs every function and rethrows", "[algorithms][tsan]") {
   for_each_scheduler({1u, 2u, 4u}, [&](sinew::scheduler& s) {
     std::atomic<int> ran{0};
     sinew::parallel_invoke(s);
@@ -81,7 +81,7 @@ TEST_CASE("parallel_invoke runs every function and rethrows", "[algorithms]") {
   });
 }
 
-TEST_CASE("parallel_reduce matches the serial fold, in index order", "[algorithms]") {
+TEST_CASE("parallel_reduce matches the serial fold, in index order", "[algorithms][tsan]") {
   const auto v = random_values(100'003, 1, 1000);
   const auto maps = random_maps(100'003);
   for_each_scheduler({1u, 2u, 4u}, [&](sinew::scheduler& s) {
@@ -127,7 +127,7 @@ TEST_CASE("parallel_reduce matches the serial fold, in index order", "[algorithm
   });
 }
 
-TEST_CASE("parallel scans match std inclusive_scan and exclusive_scan, in place or not", "[algorithms]") {
+TEST_CASE("parallel scans match std inclusive_scan and exclusive_scan, in place or not", "[algorithms][tsan]") {
   const auto v = random_values(300'007, 2, 1000);
   const auto maps = random_maps(300'007);
   for_each_scheduler({1u, 2u, 4u}, [&](sinew::scheduler& s) {
@@ -168,7 +168,7 @@ TEST_CASE("parallel scans match std inclusive_scan and exclusive_scan, in place 
   });
 }
 
-TEST_CASE("parallel_sort matches std sort for every input shape and type", "[algorithms]") {
+TEST_CASE("parallel_sort matches std sort for every input shape and type", "[algorithms][tsan]") {
   for_each_scheduler({1u, 2u, 3u, 4u}, [&](sinew::scheduler& s) {
     for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000), std::size_t(100'003)}) {
       INFO("n = " << n);
@@ -209,7 +209,7 @@ TEST_CASE("parallel_sort matches std sort for every input shape and type", "[alg
   });
 }
 
-TEST_CASE("algorithms rethrow what a user function threw", "[algorithms]") {
+TEST_CASE("algorithms rethrow what a user function threw", "[algorithms][tsan]") {
   const auto v = random_values(200'000, 6);
   for_each_scheduler({1u, 2u, 4u}, [&](sinew::scheduler& s) {
     CHECK_THROWS_WITH(sinew::parallel_reduce(
@@ -256,7 +256,7 @@ TEST_CASE("algorithms rethrow what a user function threw", "[algorithms]") {
   });
 }
 
-TEST_CASE("algorithms called from inside tasks finish (nested)", "[algorithms][nested]") {
+TEST_CASE("algorithms called from inside tasks finish (nested)", "[algorithms][nested][tsan]") {
   sinew::steal_scheduler s(2);
   const auto v = random_values(150'000, 8);
   const auto want_sum = std::accumulate(v.begin(), v.end(), std::uint64_t(0));
