@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <thread>
 
 #include "../schedulers/workers/loop_linger.hpp"
@@ -17,14 +18,18 @@ std::uint64_t tpu() {
   while (loop_linger::ticks_per_us() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return loop_linger::ticks_per_us();
 }
-// Two loops `gap_us` apart: the second one's end is the returned plan.
-loop_linger::plan two_loops(loop_linger& L, std::uint64_t gap_us, unsigned awake) {
-  const std::uint64_t t = ticks();
+// Loops of 10 ticks, the idle gaps between them `gaps_us`: the last one's
+// end is the returned plan (the earlier ones' claims are given back).
+loop_linger::plan loops_apart(loop_linger& L, std::initializer_list<std::uint64_t> gaps_us, unsigned awake) {
+  std::uint64_t t = ticks();
   L.loop_starts(t);
-  (void)L.loop_ends(t + 10, awake);
-  L.loop_starts(t + 10 + gap_us * tpu());
-  return L.loop_ends(t + 20 + gap_us * tpu(), awake);
+  for (const std::uint64_t g : gaps_us) {
+    L.unclaim(L.loop_ends(t += 10, awake).workers);
+    L.loop_starts(t += g * tpu());
+  }
+  return L.loop_ends(t + 10, awake);
 }
+loop_linger::plan two_loops(loop_linger& L, std::uint64_t gap_us, unsigned awake) { return loops_apart(L, {gap_us}, awake); }
 // A plan of one worker whose deadline is far enough (a minute) that only
 // the event under test ends its spin.
 loop_linger::plan long_plan(loop_linger& L) {
@@ -77,6 +82,16 @@ TEST_CASE("loop_linger keeps workers awake only between loops that come at unit 
   SECTION("gaps longer than max_ns keep nobody awake") {
     loop_linger L;
     CHECK(two_loops(L, loop_linger::max_ns / 1000 + 100, 4).workers == 0);
+  }
+  SECTION("one long pause in a stream at unit rate: the next short gap lingers again") {
+    loop_linger a, b;
+    CHECK(loops_apart(a, {300, 300, 100'000}, 4).workers == 0);
+    CHECK(loops_apart(b, {300, 300, 100'000, 300}, 4).workers == 4);
+  }
+  SECTION("gaps that grow past max_ns end the lingering within a few loops") {
+    loop_linger a, b;
+    CHECK(loops_apart(a, {300, 2'500}, 4).workers == 4);  // a quarter of the way to 2.5 ms
+    CHECK(loops_apart(b, {300, 2'500, 2'500, 2'500, 2'500, 2'500, 2'500}, 4).workers == 0);
   }
   SECTION("nobody while another loop still runs") {
     loop_linger L;

@@ -5,9 +5,10 @@
 // cache-sized unit takes. When loops come at unit rate (the idle gap
 // between one loop's end and the next one's start stays under `max_ns`),
 // a loop's end keeps up to `awake_max` workers spinning for about that gap
-// (doubled, at most `max_ns`); a loop's start, the deadline, stop(), a
-// task queued from outside the arena (poke()), or work waiting with no
-// taker (`starved`, the policy's own test) ends it.
+// (doubled, at most `max_ns`; the estimate takes a shorter gap at once
+// and moves a quarter of the way to a longer one); a loop's start, the
+// deadline, stop(), a task queued from outside the arena (poke()), or
+// work waiting with no taker (`starved`, the policy's own test) ends it.
 // Gaps longer than `max_ns` keep nobody awake: no core burns between
 // loops that come rarely.
 //
@@ -48,8 +49,10 @@ class loop_linger {
     if (loops_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
     const std::uint64_t end = last_end_.load(std::memory_order_relaxed);
     if (end == 0 || end > now) return;
+    // A shorter gap counts at once, a longer one by a quarter: after one
+    // pause (a stream's first unit, a burst's end) one short gap is enough to linger again.
     const std::uint64_t g = now - end, old = gap_.load(std::memory_order_relaxed);
-    gap_.store(old ? (3 * old + g) / 4 : g, std::memory_order_relaxed);  // smoothed over ~4 gaps
+    gap_.store(old == 0 || g < old ? g : (3 * old + g) / 4, std::memory_order_relaxed);
   }
 
   // A loop ends: whom to keep awake. Nobody while another loop runs (its
