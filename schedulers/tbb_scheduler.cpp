@@ -5,9 +5,11 @@
 #include <cassert>
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <sinew/detail/clock.hpp>
@@ -230,16 +232,17 @@ struct tbb_scheduler::impl {
   // that waits for the run beside them.
   // noexcept: it runs in a guard's destructor, also while a loop's
   // exception unwinds; a task that cannot be queued gives its claim back.
-  void linger_after_loop(node_arena& A) noexcept {
+  // `opened`: the loop, when open() offered it to the lingering workers.
+  void linger_after_loop(node_arena& A, detail::workers::loop_linger::team_loop* opened) noexcept {
     static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const unsigned most = std::min(A.threads, cores - 1), self = own_slot() ? 1 : 0;
     const unsigned awake = most > self ? most - self : 0;
-    const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake);
+    const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake, opened);
     for (unsigned i = 0; i < pl.workers; ++i) {
       try {
-        A.arena.enqueue([this, &A, until = pl.until] {
+        A.arena.enqueue([this, &A] {
           std::uint64_t seen = ~std::uint64_t(0);
-          A.linger.linger(until, [&] { return starved(seen); });
+          A.linger.linger([&] { return starved(seen); });
         });
       } catch (...) {  // out of memory: the rest stay asleep
         A.linger.unclaim(pl.workers - i);
@@ -570,18 +573,41 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
                         [&](const tbb::blocked_range<std::size_t>&) { work(); }, tbb::simple_partitioner());
     });
   };
+  // Workers lingering since the last loop run their slots' blocks in place
+  // (workers/loop_linger.hpp); a body's exception there comes back here.
+  struct team {
+    decltype(work)& w;
+    std::atomic<bool> threw{false};
+    std::exception_ptr error;
+    static void run(void* self) noexcept {
+      auto& t = *static_cast<team*>(self);
+      try {
+        t.w();
+      } catch (...) {
+        if (!t.threw.exchange(true, std::memory_order_acq_rel)) t.error = std::current_exception();
+      }
+    }
+  } tm{work, {}, {}};
+  detail::workers::loop_linger::team_loop tl{&team::run, &tm};
+  detail::tsan_release(&failed);
+  const bool opened = A.linger.open(&tl);
   A.linger.loop_starts(ticks());
-  struct ends {  // also when the body throws
+  struct ends {  // also when the body throws: the lingerers leave the frame first
     impl* p;
     impl::node_arena& A;
     void* frame;
-    ~ends() {
+    detail::workers::loop_linger::team_loop* opened;
+    bool done = false;
+    void finish() noexcept {
+      if (std::exchange(done, true)) return;
+      p->linger_after_loop(A, opened);
       detail::tsan_acquire(frame);
-      p->linger_after_loop(A);
     }
-  } at_end{p, A, &R};
-  detail::tsan_release(&failed);
+    ~ends() { finish(); }
+  } at_end{p, A, &R, opened ? &tl : nullptr};
   A.arena.execute(loop);  // runs in place when already inside the arena
+  at_end.finish();
+  if (tm.error) std::rethrow_exception(tm.error);
 }
 
 scheduler_stats tbb_scheduler::stats() const {

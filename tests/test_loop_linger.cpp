@@ -35,17 +35,17 @@ loop_linger::plan two_loops(loop_linger& L, std::uint64_t gap_us, unsigned awake
 loop_linger::plan long_plan(loop_linger& L) {
   loop_linger::plan p = two_loops(L, loop_linger::max_ns / 1000 - 100, 1);
   REQUIRE(p.workers == 1);
-  p.until = ticks() + 60'000'000 * tpu();
+  L.keep_until(p.until = ticks() + 60'000'000 * tpu());
   return p;
 }
 // Runs a long plan's linger() on a thread, calls `end` once it has spun
 // 2 ms, and checks that the spin then ended and gave its claim back.
 template <class End, class Starved>
 void spin_until(loop_linger& L, End&& end, Starved&& starved) {
-  const loop_linger::plan p = long_plan(L);
+  (void)long_plan(L);
   std::atomic<bool> done{false};
   std::thread w([&] {
-    L.linger(p.until, starved);
+    L.linger(starved);
     done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -119,12 +119,67 @@ TEST_CASE("loop_linger's spin ends on a loop, a poke, starvation, stop and the d
     CHECK(L.loop_ends(ticks(), 4).workers == 0);  // stopped: no more plans
   }
   SECTION("the deadline") {
-    loop_linger::plan p = long_plan(L);
-    p.until = ticks() + 20'000 * tpu();  // 20 ms
+    (void)long_plan(L);
+    L.keep_until(ticks() + 20'000 * tpu());  // 20 ms
     const auto t0 = std::chrono::steady_clock::now();
-    L.linger(p.until, never);
+    L.linger(never);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     CHECK(ms >= 19.0);
+    CHECK(L.outstanding() == 0);
+  }
+}
+
+TEST_CASE("loop_linger's lingering workers run an open loop in place and go on spinning after it",
+          "[scheduler][linger][tsan]") {
+  tpu();
+  const auto never = [] { return false; };
+  SECTION("open() needs lingering workers and no other loop") {
+    loop_linger L;
+    loop_linger::team_loop t{[](void*) noexcept {}, nullptr};
+    CHECK_FALSE(L.open(&t));  // nobody lingers
+    (void)long_plan(L);       // one worker planned
+    L.loop_starts(ticks());
+    CHECK_FALSE(L.open(&t));  // a loop runs
+    L.unclaim(L.loop_ends(ticks(), 1).workers);
+    CHECK(L.open(&t));
+    loop_linger::team_loop u{[](void*) noexcept {}, nullptr};
+    CHECK_FALSE(L.open(&u));  // one open loop at a time
+    L.loop_starts(ticks());
+    L.unclaim(L.loop_ends(ticks(), 1, &t).workers);
+    L.unclaim(1);
+  }
+  SECTION("two workers run every block of three loops; the owner runs none") {
+    loop_linger L;
+    const loop_linger::plan p = two_loops(L, loop_linger::max_ns / 1000 - 100, 2);
+    REQUIRE(p.workers == 2);
+    L.keep_until(ticks() + 60'000'000 * tpu());
+    std::thread w1([&] { L.linger(never); }), w2([&] { L.linger(never); });
+    struct blocks {
+      std::atomic<int> next{0}, done{0};
+      int ran[64] = {};
+      static void run(void* self) noexcept {
+        auto& b = *static_cast<blocks*>(self);
+        for (int i; (i = b.next.fetch_add(1)) < 64;) {
+          ++b.ran[i];
+          b.done.fetch_add(1, std::memory_order_release);
+        }
+      }
+    };
+    for (int loop = 0; loop < 3; ++loop) {
+      blocks b;
+      loop_linger::team_loop t{&blocks::run, &b};
+      REQUIRE(L.open(&t));
+      L.loop_starts(ticks());
+      while (b.done.load(std::memory_order_acquire) < 64) std::this_thread::yield();
+      // An end a minute ahead: the plan's deadline cannot pass during the test.
+      L.unclaim(L.loop_ends(ticks() + 60'000'000 * tpu(), 2, &t).workers);
+      CHECK(L.inside() == 0);  // nobody is left in b, which goes away here
+      for (int i = 0; i < 64; ++i) CHECK(b.ran[i] == 1);
+      CHECK(L.outstanding() == 2);  // still spinning, for the next loop
+    }
+    L.stop();
+    w1.join();
+    w2.join();
     CHECK(L.outstanding() == 0);
   }
 }
