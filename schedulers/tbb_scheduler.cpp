@@ -565,7 +565,7 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   // the arena (another stage's, or another replica's, which may go on with
   // unit after unit) and the stage that called the loop, often the serial
   // one every unit waits for, would resume only when that activation ends.
-  const std::size_t tasks = std::min<std::size_t>(chunks, A.threads + (ca >= 0 ? 0 : 1));
+  std::size_t tasks = std::min<std::size_t>(chunks, A.threads + (ca >= 0 ? 0 : 1));
   auto loop = [&] {
     tbb::this_task_arena::isolate([&] {
       if (tasks == 1) return work();
@@ -591,6 +591,14 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   detail::workers::loop_linger::team_loop tl{&team::run, &tm};
   detail::tsan_release(&failed);
   const bool opened = A.linger.open(&tl);
+  if (opened) {
+    // The lingering workers take their part in place: oneTBB tasks only for
+    // the rest, and none that would wake a worker beyond the cores.
+    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t in_place = A.linger.outstanding();
+    const std::size_t room = cores > in_place ? cores - in_place : 1;
+    tasks = std::max<std::size_t>(1, std::min(tasks > in_place ? tasks - in_place : 1, room));
+  }
   A.linger.loop_starts(ticks());
   struct ends {  // also when the body throws: the lingerers leave the frame first
     impl* p;
