@@ -593,11 +593,13 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
   const bool opened = A.linger.open(&tl);
   if (opened) {
     // The lingering workers take their part in place: oneTBB tasks only for
-    // the rest, and none that would wake a worker beyond the cores.
+    // the rest, and none that would wake a worker beyond the cores (unless
+    // the scheduler was given more workers than cores).
     static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t in_place = A.linger.outstanding();
-    const std::size_t room = cores > in_place ? cores - in_place : 1;
-    tasks = std::max<std::size_t>(1, std::min(tasks > in_place ? tasks - in_place : 1, room));
+    std::size_t rest = tasks > in_place ? tasks - in_place : 1;
+    if (A.threads <= cores) rest = std::min(rest, cores > in_place ? cores - in_place : std::size_t(1));
+    tasks = std::max<std::size_t>(1, rest);
   }
   A.linger.loop_starts(ticks());
   struct ends {  // also when the body throws: the lingerers leave the frame first
