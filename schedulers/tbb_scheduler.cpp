@@ -232,10 +232,14 @@ struct tbb_scheduler::impl {
   // that waits for the run beside them.
   // noexcept: it runs in a guard's destructor, also while a loop's
   // exception unwinds; a task that cannot be queued gives its claim back.
+  // Logical CPUs of the machine: what lingering and team loops keep runnable threads within.
+  static unsigned cores() noexcept {
+    static const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    return n;
+  }
   // `opened`: the loop, when open() offered it to the lingering workers.
   void linger_after_loop(node_arena& A, detail::workers::loop_linger::team_loop* opened) noexcept {
-    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned most = std::min(A.threads, cores - 1), self = own_slot() ? 1 : 0;
+    const unsigned most = std::min(A.threads, cores() - 1), self = own_slot() ? 1 : 0;
     const unsigned awake = most > self ? most - self : 0;
     const detail::workers::loop_linger::plan pl = A.linger.loop_ends(ticks(), awake, opened);
     for (unsigned i = 0; i < pl.workers; ++i) {
@@ -595,11 +599,9 @@ void tbb_scheduler::parallel_for_at(const locality_hint&, std::size_t n, std::si
     // The lingering workers take their part in place: oneTBB tasks only for
     // the rest, and none that would wake a worker beyond the cores (unless
     // the scheduler was given more workers than cores).
-    static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t in_place = A.linger.outstanding();
-    std::size_t rest = tasks > in_place ? tasks - in_place : 1;
-    if (A.threads <= cores) rest = std::min(rest, cores > in_place ? cores - in_place : std::size_t(1));
-    tasks = std::max<std::size_t>(1, rest);
+    const std::size_t in_place = A.linger.outstanding(), cores = impl::cores();
+    tasks = tasks > in_place ? tasks - in_place : 1;
+    if (A.threads <= cores) tasks = std::min(tasks, cores > in_place ? cores - in_place : 1);
   }
   A.linger.loop_starts(ticks());
   struct ends {  // also when the body throws: the lingerers leave the frame first
