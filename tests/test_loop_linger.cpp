@@ -90,8 +90,9 @@ TEST_CASE("loop_linger keeps workers awake only between loops that come at unit 
   }
   SECTION("gaps that grow past max_ns end the lingering within a few loops") {
     loop_linger a, b;
-    CHECK(loops_apart(a, {300, 2'500}, 4).workers == 4);  // a quarter of the way to 2.5 ms
-    CHECK(loops_apart(b, {300, 2'500, 2'500, 2'500, 2'500, 2'500, 2'500}, 4).workers == 0);
+    const std::uint64_t g = loop_linger::max_ns / 1000 * 5 / 4;  // a quarter longer than max_ns
+    CHECK(loops_apart(a, {300, g}, 4).workers == 4);  // the estimate moves a quarter of the way to g
+    CHECK(loops_apart(b, {300, g, g, g, g, g, g}, 4).workers == 0);
   }
   SECTION("nobody while another loop still runs") {
     loop_linger L;

@@ -38,7 +38,9 @@ namespace sinew::detail::workers {
 
 class loop_linger {
  public:
-  static constexpr std::uint64_t max_ns = 2'000'000;  // the longest gap kept awake
+  // The longest gap kept awake: as OpenMP's threads, across milliseconds of
+  // the caller's own work between loops.
+  static constexpr std::uint64_t max_ns = 10'000'000;
 
   struct plan {
     unsigned workers = 0;     // to keep awake more (0: none)
