@@ -5,7 +5,7 @@
 #   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
 #                                           #   -> $OUT/MODE-<N>core.tar.gz
 #   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
-# MODE: devices | sched16 | e2e | opencl | tasks | pipeline | dag | stream | endpoints | fuzz (below). A mode writes
+# MODE: devices | sched16 | e2e | maps | opencl | tasks | pipeline | dag | stream | endpoints | fuzz (below). A mode writes
 # the same file names every time, so `install` REPLACES the previous run's files
 # of those names (a .json/.txt pair whole: a benchmark killed by its timeout
 # leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
@@ -83,8 +83,8 @@ fi
 mode=${1:-}
 carry=${CARRY:-dev-carry}
 case "$mode" in
-  devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|endpoints|fuzz) ;;
-  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|opencl|tasks|pipeline|dag|stream|endpoints|fuzz" >&2
+  devices|sched16|e2e|maps|opencl|tasks|pipeline|dag|stream|endpoints|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|maps|opencl|tasks|pipeline|dag|stream|endpoints|fuzz" >&2
      exit 2 ;;
 esac
 root=$PWD
@@ -129,6 +129,10 @@ case "$mode" in
     one e2e-image_pipeline 110 ./sinew-bench image_pipeline
     one e2e-queue 120 ./sinew-bench queue_handoff
     [ -x ./sinew-bench-starpu ] && one e2e-starpu 120 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
+  maps)  # issue 21: the data-parallel files of mode e2e alone (workloads, image_pipeline), < 4 min
+    machine
+    one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
+    one e2e-image_pipeline 110 ./sinew-bench image_pipeline ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
     machine
     one multidevice_unbalanced 200 ./sinew-bench multidevice_unbalanced
