@@ -19,7 +19,7 @@
 //
 // RATIO lines (medians of the throughput metrics):
 //   wl_<case>_vs_tbb        sinew map / tbb::parallel_for    target >= 0.95
-//   wl_<case>_vs_omp        sinew map / openmp               target >= 0.95
+//   wl_<case>_vs_omp        sinew map / openmp               target >= 0.9 (issue 21's target against OpenMP)
 //   wl_<case>_cl_vs_direct  sinew opencl leaf / direct       target >= 0.95
 //   wl_<case>_cl_steal_vs_direct  the same, the leaf on steal  target >= 0.95
 //   wl_saxpy_<n>_vs_triad   sinew map GB/s / STREAM triad GB/s (triad.hpp)  target >= 0.85
@@ -170,14 +170,14 @@ const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
   const auto* ls = one("sinew opencl leaf, steal", c.cl_leaf_steal, true, "the same on the steal scheduler");
   const auto* d = one("opencl direct", c.cl_direct, true, "same .cl, USE_HOST_PTR");
   const auto* o = one("openmp parallel for", c.omp, false, "schedule(static)");
-  auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, const char* info) {
+  auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, double target, const char* info) {
     if (a && b && a->stats.n && b->stats.n && b->stats.median > 0)
-      ctx.ratio("wl_" + c.key + suffix, a->stats.median / b->stats.median, 0.95, sb::higher, info);
+      ctx.ratio("wl_" + c.key + suffix, a->stats.median / b->stats.median, target, sb::higher, info);
   };
-  ratio(s, t, "_vs_tbb", "sinew map / tbb::parallel_for (medians)");
-  ratio(s, o, "_vs_omp", "sinew map / openmp parallel for (medians)");
-  ratio(l, d, "_cl_vs_direct", "sinew opencl leaf / direct OpenCL launch (medians)");
-  ratio(ls, d, "_cl_steal_vs_direct", "sinew opencl leaf on steal / direct OpenCL launch (medians)");
+  ratio(s, t, "_vs_tbb", 0.95, "sinew map / tbb::parallel_for (medians)");
+  ratio(s, o, "_vs_omp", 0.9, "sinew map / openmp parallel for (medians)");
+  ratio(l, d, "_cl_vs_direct", 0.95, "sinew opencl leaf / direct OpenCL launch (medians)");
+  ratio(ls, d, "_cl_steal_vs_direct", 0.95, "sinew opencl leaf on steal / direct OpenCL launch (medians)");
   return s;
 }
 
