@@ -9,6 +9,10 @@
 //                        (docs/performance.md, "The OpenCL leaf on PoCL")
 //   opencl direct        the same .cl kernel launched straight through the OpenCL C++ bindings
 //                        (CL_MEM_USE_HOST_PTR buffers, one NDRange, map the output, finish)
+//   sinew opencl leaf, gpu / opencl direct, gpu
+//                        the same two on the first GPU, when there is one: the direct launch
+//                        writes the inputs into device buffers (allocated once per host array),
+//                        runs the NDRange and reads the output back, as hand-written GPU code does
 //   openmp parallel for  the same loop body, schedule(static) (last: idle OpenMP threads spin a while)
 //
 // Every variant writes the same output array, which is spoiled before each
@@ -22,6 +26,7 @@
 //   wl_<case>_vs_omp        sinew map / openmp               target >= 0.9 (issue 21's target against OpenMP)
 //   wl_<case>_cl_vs_direct  sinew opencl leaf / direct       target >= 0.95
 //   wl_<case>_cl_steal_vs_direct  the same, the leaf on steal  target >= 0.95
+//   wl_<case>_gpu_vs_direct the leaf / direct, both on the GPU  target >= 0.95
 //   wl_saxpy_<n>_vs_triad   sinew map GB/s / STREAM triad GB/s (triad.hpp)  target >= 0.85
 
 #include <algorithm>
@@ -29,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,24 +61,27 @@ namespace scl = sinew::opencl;
 
 // ---------------------------------------------------------------- direct OpenCL
 
-/// The first OpenCL CPU device, a context and an in-order queue on it, and
-/// kernels built from graphs/kernels/*.cl: what a user launching these
-/// kernels by hand would set up once.
+/// The first OpenCL device of a type (CPU or GPU), a context and an
+/// in-order queue on it, and kernels built from graphs/kernels/*.cl: what a
+/// user launching these kernels by hand would set up once.
 struct direct_cl {
   cl::Device device;
   cl::Context context;
   cl::CommandQueue queue;
   std::string dir;
+  bool gpu = false;
+  /// Device buffers of a GPU, one per host array (a program reuses them).
+  std::map<std::pair<const void*, std::size_t>, cl::Buffer> device_buffers;
 
-  /// nullopt and the reason when there is no OpenCL CPU device.
-  static std::optional<direct_cl> open(std::string& why) {
+  /// nullopt and the reason when there is no OpenCL device of `type`.
+  static std::optional<direct_cl> open(cl_device_type type, std::string& why) {
     std::vector<cl::Platform> platforms;
     try {
       cl::Platform::get(&platforms);
       for (auto& p : platforms) {
         std::vector<cl::Device> devs;
         try {
-          p.getDevices(CL_DEVICE_TYPE_CPU, &devs);
+          p.getDevices(type, &devs);
         } catch (const cl::Error&) {
           continue;  // CL_DEVICE_NOT_FOUND on this platform
         }
@@ -82,9 +91,10 @@ struct direct_cl {
         d.context = cl::Context(d.device);
         d.queue = cl::CommandQueue(d.context, d.device);
         d.dir = sinew_support::kernel_dir();
+        d.gpu = type == CL_DEVICE_TYPE_GPU;
         return d;
       }
-      why = "no OpenCL CPU device";
+      why = type == CL_DEVICE_TYPE_GPU ? "no OpenCL GPU" : "no OpenCL CPU device";
     } catch (const cl::Error& e) {
       why = std::string("no OpenCL platform (") + e.what() + " " + std::to_string(e.err()) + ")";
     }
@@ -97,35 +107,61 @@ struct direct_cl {
     return cl::Kernel(sinew_support::build_program(context, device, dir + "/" + file), name.c_str());
   }
 
-  /// Host memory wrapped for the kernel (zero copy on a CPU device).
+  /// "cpu" or "gpu": the leaf's select_devices() string for this device.
+  const char* kind() const { return gpu ? "gpu" : "cpu"; }
+
+  /// n elements at `p` that the kernel reads: the host memory itself on a
+  /// CPU device (zero copy), else the device buffer of `p`, written from it.
   template <class T>
-  cl::Buffer wrap(T* p, std::size_t n, cl_mem_flags access) {
-    return cl::Buffer(context, access | CL_MEM_USE_HOST_PTR, n * sizeof(T), p);
+  cl::Buffer in(const T* p, std::size_t n) {
+    if (!gpu) return cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, n * sizeof(T), const_cast<T*>(p));
+    cl::Buffer b = on_device(p, n * sizeof(T), CL_MEM_READ_ONLY);
+    queue.enqueueWriteBuffer(b, CL_FALSE, 0, n * sizeof(T), p);
+    return b;
   }
 
-  /// Enqueues `k` over `global`, makes `out` (n bytes) visible to the host, waits.
-  void launch(cl::Kernel& k, const cl::NDRange& global, cl::Buffer& out, std::size_t bytes) {
+  /// n elements at `p` that the kernel writes (launch() brings them back).
+  template <class T>
+  cl::Buffer out(T* p, std::size_t n) {
+    if (!gpu) return cl::Buffer(context, CL_MEM_WRITE_ONLY | CL_MEM_USE_HOST_PTR, n * sizeof(T), p);
+    return on_device(p, n * sizeof(T), CL_MEM_WRITE_ONLY);
+  }
+
+  /// Enqueues `k` over `global`, makes `o` (`bytes`, whose host memory is
+  /// `host`) visible to the host, waits.
+  void launch(cl::Kernel& k, const cl::NDRange& global, cl::Buffer& o, void* host, std::size_t bytes) {
     queue.enqueueNDRangeKernel(k, cl::NullRange, global, cl::NullRange);
-    void* p = queue.enqueueMapBuffer(out, CL_TRUE, CL_MAP_READ, 0, bytes);
-    queue.enqueueUnmapMemObject(out, p);
+    if (gpu) {
+      queue.enqueueReadBuffer(o, CL_TRUE, 0, bytes, host);  // in order: after the kernel
+    } else {
+      void* p = queue.enqueueMapBuffer(o, CL_TRUE, CL_MAP_READ, 0, bytes);
+      queue.enqueueUnmapMemObject(o, p);
+    }
     queue.finish();
+  }
+
+ private:
+  cl::Buffer on_device(const void* host, std::size_t bytes, cl_mem_flags access) {
+    auto [it, fresh] = device_buffers.try_emplace({host, bytes});
+    if (fresh) it->second = cl::Buffer(context, access, bytes);
+    return it->second;
   }
 };
 
-/// The Sinew kernel leaf of graphs/kernels/<file> on the first CPU device.
+/// The Sinew kernel leaf of graphs/kernels/<file> on the first device of d's kind.
 scl::kernel_spec leaf_spec(const direct_cl& d, const char* file, const char* kernel, std::vector<scl::arg::spec> args) {
   scl::kernel_spec s;
   s.file = d.dir + "/" + file;
   s.kernel = kernel;
   s.args = std::move(args);
-  s.devices = "cpu";
+  s.devices = d.kind();
   return s;
 }
 
 // ---------------------------------------------------------------- one case
 
-/// One workload at one size: its five variants (null = not available) and
-/// how to spoil and check the shared output.
+/// One workload at one size: its variants (null = not available) and how to
+/// spoil and check the shared output.
 struct wl_case {
   std::string label;  ///< "saxpy 50M": table rows are "<label> <variant>"
   std::string key;    ///< "saxpy_50M": RATIO names are "wl_<key>_..."
@@ -134,20 +170,39 @@ struct wl_case {
   std::function<void()> poison;
   std::function<std::string()> check;      ///< C++ variants
   std::function<std::string()> check_cl;   ///< OpenCL variants (null: `check`)
-  std::function<void()> sinew, tbb, omp, cl_leaf, cl_leaf_steal, cl_direct;
+  std::function<void()> sinew, tbb, omp, cl_leaf, cl_leaf_steal, cl_direct, gpu_leaf, gpu_direct;
 };
 
-/// The kernel leaf of `spec` as two graphs, one on the default scheduler and
-/// one on `steal` (as many workers as the peers), each run by `run_on(graph)`:
-/// `c.cl_leaf` and `c.cl_leaf_steal`. The graphs live in the caller's `gl`, `gs`.
-template <class Run>
-void add_cl_leaves(wl_case& c, std::optional<sinew::graph>& gl, std::optional<sinew::graph>& gs,
-                   const scl::kernel_spec& spec, Run run_on) {
-  static const std::unique_ptr<sinew::scheduler> steal = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
-  gl.emplace(scl::kernel_leaf(spec));
-  gs.emplace(scl::kernel_leaf(spec), sinew::graph_options{.scheduler = steal.get()});
-  c.cl_leaf = [run_on, &gl] { run_on(*gl); };
-  c.cl_leaf_steal = [run_on, &gs] { run_on(*gs); };
+/// A case's OpenCL variants and what they keep: the leaf's graphs and the
+/// direct launch's kernel, per device.
+struct cl_state {
+  std::optional<sinew::graph> leaf, leaf_steal, gpu_leaf;
+  cl::Kernel kernel, gpu_kernel;
+};
+
+/// The OpenCL variants of `c` on the CPU device `cpu` and the GPU `gpu` (either
+/// null: none there): the kernel leaf of `spec(d)` run by `run_on(graph)`, on
+/// the CPU device also on `steal` (as many workers as the peers), and
+/// `direct(d, kernel)`, the same kernel (`name` of graphs/kernels/`file`)
+/// launched by hand. The functions must outlive the measurement.
+template <class Spec, class Run, class Direct>
+void add_opencl(wl_case& c, cl_state& st, direct_cl* cpu, direct_cl* gpu, const char* file, const char* name,
+                const Spec& spec, const Run& run_on, const Direct& direct) {
+  if (cpu) {
+    static const std::unique_ptr<sinew::scheduler> steal = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
+    st.leaf.emplace(scl::kernel_leaf(spec(*cpu)));
+    st.leaf_steal.emplace(scl::kernel_leaf(spec(*cpu)), sinew::graph_options{.scheduler = steal.get()});
+    st.kernel = cpu->kernel(file, name);
+    c.cl_leaf = [&run_on, &st] { run_on(*st.leaf); };
+    c.cl_leaf_steal = [&run_on, &st] { run_on(*st.leaf_steal); };
+    c.cl_direct = [&direct, &st, cpu] { direct(*cpu, st.kernel); };
+  }
+  if (gpu) {
+    st.gpu_leaf.emplace(scl::kernel_leaf(spec(*gpu)));
+    st.gpu_kernel = gpu->kernel(file, name);
+    c.gpu_leaf = [&run_on, &st] { run_on(*st.gpu_leaf); };
+    c.gpu_direct = [&direct, &st, gpu] { direct(*gpu, st.gpu_kernel); };
+  }
 }
 
 /// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
@@ -169,6 +224,8 @@ const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
   const auto* l = one("sinew opencl leaf", c.cl_leaf, true, "kernel_leaf, PoCL");
   const auto* ls = one("sinew opencl leaf, steal", c.cl_leaf_steal, true, "the same on the steal scheduler");
   const auto* d = one("opencl direct", c.cl_direct, true, "same .cl, USE_HOST_PTR");
+  const auto* gl = one("sinew opencl leaf, gpu", c.gpu_leaf, true, "kernel_leaf on the first GPU");
+  const auto* gd = one("opencl direct, gpu", c.gpu_direct, true, "same .cl: write, NDRange, read back");
   const auto* o = one("openmp parallel for", c.omp, false, "schedule(static)");
   auto ratio = [&](const sb::series* a, const sb::series* b, const char* suffix, double target, const char* info) {
     if (a && b && a->stats.n && b->stats.n && b->stats.median > 0)
@@ -178,6 +235,7 @@ const sb::series* measure_case(sb::context& ctx, const wl_case& c) {
   ratio(s, o, "_vs_omp", 0.9, "sinew map / openmp parallel for (medians)");
   ratio(l, d, "_cl_vs_direct", 0.95, "sinew opencl leaf / direct OpenCL launch (medians)");
   ratio(ls, d, "_cl_steal_vs_direct", 0.95, "sinew opencl leaf on steal / direct OpenCL launch (medians)");
+  ratio(gl, gd, "_gpu_vs_direct", 0.95, "sinew opencl leaf / direct OpenCL launch, both on the GPU (medians)");
   return s;
 }
 
@@ -228,7 +286,7 @@ void omp_for(std::size_t n, F body) {
 
 // ---------------------------------------------------------------- workloads
 
-void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
+void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl, direct_cl* gpu) {
   const float a = 2.5f;
   wl::saxpy_inputs in = wl::make_saxpy_inputs(n, 11);
   const std::vector<float> ref = wl::saxpy_reference(a, in.x, in.y);
@@ -257,20 +315,18 @@ void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl, gs;
-  cl::Kernel k;
-  if (dcl) {
-    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
-                                          scl::arg::scalar(a), scl::arg::count()}),
-                  [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); });
-    k = dcl->kernel("saxpy.cl", "saxpy");
-    c.cl_direct = [&] {
-      auto bx = dcl->wrap(in.x.data(), n, CL_MEM_READ_ONLY), by = dcl->wrap(in.y.data(), n, CL_MEM_READ_ONLY);
-      auto bz = dcl->wrap(z.data(), n, CL_MEM_WRITE_ONLY);
-      k.setArg(0, bx), k.setArg(1, by), k.setArg(2, bz), k.setArg(3, a), k.setArg(4, cl_uint(n));
-      dcl->launch(k, cl::NDRange(n), bz, n * sizeof(float));
-    };
-  }
+  cl_state st;
+  const auto spec = [&](const direct_cl& d) {
+    return leaf_spec(d, "saxpy.cl", "saxpy", {scl::arg::input<float>(), scl::arg::input<float>(), scl::arg::output<float>(),
+                                              scl::arg::scalar(a), scl::arg::count()});
+  };
+  const auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(in.x, in.y), sinew::into_arrays(z)).get(); };
+  const auto direct = [&](direct_cl& d, cl::Kernel& k) {
+    auto bx = d.in(in.x.data(), n), by = d.in(in.y.data(), n), bz = d.out(z.data(), n);
+    k.setArg(0, bx), k.setArg(1, by), k.setArg(2, bz), k.setArg(3, a), k.setArg(4, cl_uint(n));
+    d.launch(k, cl::NDRange(n), bz, z.data(), n * sizeof(float));
+  };
+  add_opencl(c, st, dcl, gpu, "saxpy.cl", "saxpy", spec, run_on, direct);
   const sb::series* s = measure_case(ctx, c);
   if (s && s->stats.n) {
     double limit = sb::triad_gbs(ctx);
@@ -280,8 +336,8 @@ void saxpy_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   }
 }
 
-void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
-  // dcl null: no OpenCL variants at this size (see run()).
+void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl, direct_cl* gpu) {
+  // dcl and gpu null: no OpenCL variants at this size (see run()).
   const int steps = 1000;
   const std::vector<wl::coeff> ref = wl::series_reference(n, steps);
   std::vector<std::vector<wl::coeff>> out(1, std::vector<wl::coeff>(n));
@@ -312,22 +368,21 @@ void series_case(sb::context& ctx, std::size_t n, direct_cl* dcl) {
   c.sinew = [&] { g.run(wl::series_source(n), sinew::into(out)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl, gs;
-  cl::Kernel k;
-  if (dcl) {
-    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()}),
-                  [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); });
-    k = dcl->kernel("series.cl", "series");
-    c.cl_direct = [&] {
-      auto bo = dcl->wrap(out[0].data(), n, CL_MEM_WRITE_ONLY);
-      k.setArg(0, bo), k.setArg(1, cl_int(steps)), k.setArg(2, cl_uint(n));
-      dcl->launch(k, cl::NDRange(n), bo, n * sizeof(wl::coeff));
-    };
-  }
+  cl_state st;
+  const auto spec = [&](const direct_cl& d) {
+    return leaf_spec(d, "series.cl", "series", {scl::arg::output<wl::coeff>(), scl::arg::scalar<int>(steps), scl::arg::count()});
+  };
+  const auto run_on = [&](sinew::graph& g) { g.run(wl::series_source(n), sinew::into(out)).get(); };
+  const auto direct = [&](direct_cl& d, cl::Kernel& k) {
+    auto bo = d.out(out[0].data(), n);
+    k.setArg(0, bo), k.setArg(1, cl_int(steps)), k.setArg(2, cl_uint(n));
+    d.launch(k, cl::NDRange(n), bo, out[0].data(), n * sizeof(wl::coeff));
+  };
+  add_opencl(c, st, dcl, gpu, "series.cl", "series", spec, run_on, direct);
   measure_case(ctx, c);
 }
 
-void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
+void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl, direct_cl* gpu) {
   const std::uint8_t lo = 85, hi = 170;
   sinew::array<std::uint8_t, 3> vol = wl::make_volume(side, side, side, 5);
   const sinew::array<std::uint8_t, 3> ref = wl::segmentation_reference(vol, lo, hi);
@@ -350,25 +405,24 @@ void segmentation_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl, gs;
-  cl::Kernel k;
-  if (dcl) {
-    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
-                                          scl::arg::scalar(lo), scl::arg::scalar(hi), scl::arg::cols(),
-                                          scl::arg::rows()}),
-                  [&](sinew::graph& g) { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); });
-    k = dcl->kernel("segmentation.cl", "segmentation");
-    c.cl_direct = [&] {
-      auto bi = dcl->wrap(vol.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(seg.data(), n, CL_MEM_WRITE_ONLY);
-      k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, lo), k.setArg(3, hi), k.setArg(4, cl_uint(side)),
-          k.setArg(5, cl_uint(side));
-      dcl->launch(k, cl::NDRange(side, side, side), bo, n);
-    };
-  }
+  cl_state st;
+  const auto spec = [&](const direct_cl& d) {
+    return leaf_spec(d, "segmentation.cl", "segmentation", {scl::arg::input<std::uint8_t>(), scl::arg::output<std::uint8_t>(),
+                                                            scl::arg::scalar(lo), scl::arg::scalar(hi), scl::arg::cols(),
+                                                            scl::arg::rows()});
+  };
+  const auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(vol), sinew::into_arrays(seg)).get(); };
+  const auto direct = [&](direct_cl& d, cl::Kernel& k) {
+    auto bi = d.in(vol.data(), n), bo = d.out(seg.data(), n);
+    k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, lo), k.setArg(3, hi), k.setArg(4, cl_uint(side)),
+        k.setArg(5, cl_uint(side));
+    d.launch(k, cl::NDRange(side, side, side), bo, seg.data(), n);
+  };
+  add_opencl(c, st, dcl, gpu, "segmentation.cl", "segmentation", spec, run_on, direct);
   measure_case(ctx, c);
 }
 
-void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
+void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl, direct_cl* gpu) {
   const std::uint8_t t = 128;
   sinew::array<wl::rgba8, 2> img = wl::make_image(side, side, 3);
   const sinew::array<wl::rgba8, 2> ref = wl::solarize_reference(img, t);
@@ -391,19 +445,18 @@ void solarize_case(sb::context& ctx, std::size_t side, direct_cl* dcl) {
   c.sinew = [&] { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
   c.tbb = [&] { tbb_for(n, 1, body); };
   c.omp = SINEW_BENCH_OMP(n, body);
-  std::optional<sinew::graph> gl, gs;
-  cl::Kernel k;
-  if (dcl) {
-    add_cl_leaves(c, gl, gs, leaf_spec(*dcl, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
-                                          scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()}),
-                  [&](sinew::graph& g) { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); });
-    k = dcl->kernel("solarize.cl", "solarize");
-    c.cl_direct = [&] {
-      auto bi = dcl->wrap(img.data(), n, CL_MEM_READ_ONLY), bo = dcl->wrap(out.data(), n, CL_MEM_WRITE_ONLY);
-      k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, t), k.setArg(3, cl_uint(side)), k.setArg(4, cl_uint(side));
-      dcl->launch(k, cl::NDRange(side, side), bo, n * sizeof(wl::rgba8));
-    };
-  }
+  cl_state st;
+  const auto spec = [&](const direct_cl& d) {
+    return leaf_spec(d, "solarize.cl", "solarize", {scl::arg::input<wl::rgba8>(), scl::arg::output<wl::rgba8>(),
+                                                    scl::arg::scalar(t), scl::arg::cols(), scl::arg::rows()});
+  };
+  const auto run_on = [&](sinew::graph& g) { g.run(sinew::from_arrays(img), sinew::into_arrays(out)).get(); };
+  const auto direct = [&](direct_cl& d, cl::Kernel& k) {
+    auto bi = d.in(img.data(), n), bo = d.out(out.data(), n);
+    k.setArg(0, bi), k.setArg(1, bo), k.setArg(2, t), k.setArg(3, cl_uint(side)), k.setArg(4, cl_uint(side));
+    d.launch(k, cl::NDRange(side, side), bo, out.data(), n * sizeof(wl::rgba8));
+  };
+  add_opencl(c, st, dcl, gpu, "solarize.cl", "solarize", spec, run_on, direct);
   measure_case(ctx, c);
 }
 
@@ -430,27 +483,35 @@ void run(sb::context& ctx) {
   ctx.param("segmentation_volumes", list(seg_side, "^3"));
   ctx.param("solarize_images", list(sol_side, "^2"));
 
-  std::string why;
-  std::optional<direct_cl> dcl = direct_cl::open(why);
-  if (dcl) {
-    ctx.param("opencl_device", dcl->name());
-  } else {
-    ctx.note("OpenCL variants skipped: " + why);
-    std::printf("   workloads: OpenCL variants skipped: %s\n", why.c_str());
-  }
+  // The device of each kind, named in the parameters, or a note saying why its variants are skipped.
+  auto open = [&](cl_device_type type, const char* param, const char* variants) {
+    std::string why;
+    std::optional<direct_cl> d = direct_cl::open(type, why);
+    if (d) {
+      ctx.param(param, d->name());
+    } else {
+      ctx.note(std::string(variants) + " variants skipped: " + why);
+      std::printf("   workloads: %s variants skipped: %s\n", variants, why.c_str());
+    }
+    return d;
+  };
+  std::optional<direct_cl> dcl = open(CL_DEVICE_TYPE_CPU, "opencl_device", "OpenCL");
+  std::optional<direct_cl> gcl = open(CL_DEVICE_TYPE_GPU, "opencl_gpu", "GPU");
   direct_cl* d = dcl ? &*dcl : nullptr;
-  saxpy_case(ctx, saxpy_n, d);
+  direct_cl* g = gcl ? &*gcl : nullptr;
+  saxpy_case(ctx, saxpy_n, d, g);
   // PoCL's double-precision pow/cos make Series ~10x slower than the C++
   // leaf: the OpenCL variants run at the smallest size only.
-  for (auto n : series_n) series_case(ctx, n, n == series_n.front() ? d : nullptr);
-  if (d && series_n.size() > 1) ctx.note("series: OpenCL variants at " + std::to_string(series_n.front()) + " coefficients only");
-  for (auto s : seg_side) segmentation_case(ctx, s, d);
-  for (auto s : sol_side) solarize_case(ctx, s, d);
+  for (auto n : series_n) series_case(ctx, n, n == series_n.front() ? d : nullptr, n == series_n.front() ? g : nullptr);
+  if ((d || g) && series_n.size() > 1)
+    ctx.note("series: OpenCL variants at " + std::to_string(series_n.front()) + " coefficients only");
+  for (auto s : seg_side) segmentation_case(ctx, s, d, g);
+  for (auto s : sol_side) solarize_case(ctx, s, d, g);
 }
 
 const sb::registrar reg("workloads",
                         "Marques14 workloads (saxpy 50M, series, segmentation 100^3..400^3, solarize 1024^2..8192^2): "
-                        "Sinew map vs tbb::parallel_for and OpenMP; Sinew OpenCL leaf vs direct OpenCL on PoCL",
+                        "Sinew map vs tbb::parallel_for and OpenMP; Sinew OpenCL leaf vs direct OpenCL on PoCL and on a GPU",
                         run);
 
 }  // namespace
