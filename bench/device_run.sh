@@ -101,7 +101,7 @@ machine() {  # the machine's description, $d/machine.txt
 data_parallel_files() {  # e2e-workloads and e2e-image_pipeline: modes e2e and maps
   # stream_triad first: workloads' saxpy-vs-triad ratio uses its value;
   # peak_flops before nbody: its notes compare with the measured peak.
-  one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
+  one e2e-workloads 180 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody  # GPU variants too
   one e2e-image_pipeline 110 ./sinew-bench image_pipeline
 }
 one() {  # one STEM SECONDS EXECUTABLE ARGS...: one process, JSON and text in $d
@@ -132,7 +132,7 @@ case "$mode" in
     data_parallel_files
     one e2e-queue 120 ./sinew-bench queue_handoff
     [ -x ./sinew-bench-starpu ] && one e2e-starpu 120 ./sinew-bench-starpu starpu_series starpu_saxpy ;;
-  maps)  # issue 21: the data-parallel files of mode e2e alone (workloads, image_pipeline), < 4 min
+  maps)  # issue 21: the data-parallel files of mode e2e alone (workloads, image_pipeline), < 5 min
     machine
     data_parallel_files ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
