@@ -329,6 +329,26 @@ def t_workloads(ms):
         load_note(ms, ["workloads"])
 
 
+def t_workloads_gpu(ms):
+    """The OpenCL leaf against a hand-written launch on the GPU, where a file has those variants."""
+    rows = []
+    for case, _, _ in WL_CASES:
+        for mc in ms:
+            if not mc.bench("workloads"):
+                continue
+            leaf = mc.m("workloads", "%s sinew opencl leaf, gpu" % case)
+            direct = mc.m("workloads", "%s opencl direct, gpu" % case)
+            if not leaf and not direct:
+                continue
+            rows.append(["%s, %s" % (mc.label, case.replace("^3", "³").replace("^2", "²")),
+                         cell(leaf), cell(direct), ratio(leaf, direct)])
+    if not rows:
+        return ("No results file has the GPU variants yet (`sinew-bench workloads` runs them where there is an "
+                "OpenCL GPU).")
+    return table(["machine, case", "Sinew OpenCL leaf (GPU)", "OpenCL direct (GPU)", "leaf / direct"], rows) + \
+        load_note(ms, ["workloads"])
+
+
 def t_nbody(ms):
     rows = []
     for mc in ms:
@@ -547,7 +567,8 @@ def t_ratios_other(ms):
                   "informational, not counted (why)"], rows) + load_note(ms, names)
 
 
-TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "nbody": t_nbody,
+TABLES = {"limits": t_limits, "image_pipeline": t_image, "workloads": t_workloads, "workloads_gpu": t_workloads_gpu,
+          "nbody": t_nbody,
           "farm_grain": t_farm, "queue_handoff": t_queue, "starpu": t_starpu, "overhead": t_overhead,
           "ratios": t_ratios, "ratios_other": t_ratios_other,
           "dag": t_dag, "stream": t_stream, "endpoints": t_endpoints}
