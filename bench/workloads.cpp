@@ -70,8 +70,6 @@ struct direct_cl {
   cl::CommandQueue queue;
   std::string dir;
   bool gpu = false;
-  /// Device buffers of a GPU, one per host array (a program reuses them).
-  std::map<std::pair<const void*, std::size_t>, cl::Buffer> device_buffers;
 
   /// nullopt and the reason when there is no OpenCL device of `type`.
   static std::optional<direct_cl> open(cl_device_type type, std::string& why) {
@@ -141,6 +139,9 @@ struct direct_cl {
   }
 
  private:
+  /// Device buffers of a GPU, one per host array (a program reuses them).
+  std::map<std::pair<const void*, std::size_t>, cl::Buffer> device_buffers;
+
   cl::Buffer on_device(const void* host, std::size_t bytes, cl_mem_flags access) {
     auto [it, fresh] = device_buffers.try_emplace({host, bytes});
     if (fresh) it->second = cl::Buffer(context, access, bytes);
