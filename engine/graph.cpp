@@ -224,9 +224,9 @@ run_stats run_future::stats() const {
     r.done = s_->done;
     auto end = s_->done ? s_->t1 : std::chrono::steady_clock::now();
     r.seconds = std::chrono::duration<double>(end - s_->t0).count();
-    if (s_->done) r.scheduler = delta(s_->sched_start, s_->sched_end);
+    if (s_->done && g.opts.scheduler_stats) r.scheduler = delta(s_->sched_start, s_->sched_end);
   }
-  if (!r.done) r.scheduler = delta(s_->sched_start, s_->sched->stats());
+  if (!r.done && g.opts.scheduler_stats) r.scheduler = delta(s_->sched_start, s_->sched->stats());
   r.latency = s_->latency.read();
   const std::uint64_t now = detail::now_ns();
   for (std::size_t i = 0; i < s_->stages.size(); ++i) {

@@ -200,7 +200,7 @@ void run_state::start() {
   const bool tree = !g->is_dag();
   for (std::size_t i = 0; i < sinks.size(); ++i)
     sinks[i].impl().prepare(g->sinks[i].types, tree ? sources[0]->size : std::nullopt);
-  sched_start = sched->stats();
+  if (g->opts.scheduler_stats) sched_start = sched->stats();
   if (tr) {
     tr->run_started();
     trace_live.store(true);
@@ -348,7 +348,7 @@ void run_state::sink_finished() {
 
 void run_state::complete() {
   t1 = std::chrono::steady_clock::now();
-  scheduler_stats end = sched->stats();
+  scheduler_stats end = g->opts.scheduler_stats ? sched->stats() : scheduler_stats{};
   if (trace_live.exchange(false)) tr->run_ended();
   {
     std::lock_guard<std::mutex> lk(done_m);

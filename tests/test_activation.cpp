@@ -278,7 +278,7 @@ struct slow_inc {
 /// serial stages of `ns` each on two workers, queues of 8 units.
 std::uint64_t chain_tasks(std::uint64_t ns, int n) {
   tbb_scheduler s(2);
-  graph g(pipeline(map(slow_inc{ns}), map(slow_inc{ns}), map(slow_inc{ns})), {.scheduler = &s, .capacity = 8});
+  graph g(pipeline(map(slow_inc{ns}), map(slow_inc{ns}), map(slow_inc{ns})), {.scheduler = &s, .capacity = 8, .scheduler_stats = true});
   long sum = 0;
   auto f = g.run(generate([n](unit_builder& b) {
                    if (b.seq() >= std::uint64_t(n)) return false;

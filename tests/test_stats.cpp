@@ -72,6 +72,23 @@ TEST_CASE("stats count units and bytes per stage exactly", "[stats][tsan]") {
   CHECK(st.units_out == n);
 }
 
+TEST_CASE("the scheduler's counters over a run are read only when graph_options::scheduler_stats asks", "[stats][tsan]") {
+  auto in = make_items(50, 3);
+  std::vector<std::vector<int>> out;
+  tbb_scheduler s(2);
+  graph quiet(map<inc>(), {.scheduler = &s});
+  auto f = quiet.run(in, out);
+  f.get();
+  CHECK(f.stats().units_out == 50);
+  CHECK(f.stats().scheduler.workers.empty());
+  CHECK(f.stats().scheduler.tasks_submitted == 0);
+  graph counted(map<inc>(), {.scheduler = &s, .scheduler_stats = true});
+  auto h = counted.run(in, out);
+  h.get();
+  CHECK(h.stats().scheduler.workers.size() == s.stats().workers.size());
+  CHECK(h.stats().scheduler.tasks_submitted > 0);
+}
+
 TEST_CASE("stats count the bytes of every input buffer", "[stats]") {
   std::vector<int> a(1000, 3), b(1000, 4), s, d;
   graph g(map<add_pair>());
@@ -212,7 +229,7 @@ TEST_CASE("stats can be polled while the run goes on", "[stats][tsan]") {
   auto in = make_items(n, 4);
   std::vector<std::vector<int>> out;
   scheduler& s = default_scheduler();  // under ThreadSanitizer: steal (TBB is not instrumented)
-  graph g(pipeline(map<inc>(), map<slow_inc>(), map<twice>()), {.scheduler = &s, .capacity = 4});
+  graph g(pipeline(map<inc>(), map<slow_inc>(), map<twice>()), {.scheduler = &s, .capacity = 4, .scheduler_stats = true});
   auto f = g.run(in, out);
   std::uint64_t last = 0, polls = 0;
   bool monotonic = true;

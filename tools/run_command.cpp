@@ -205,6 +205,7 @@ int run_file(const run_options& o) {
   auto sched = f.make_scheduler(o.threads);
   std::unique_ptr<sinew::trace> rec;
   sinew::graph_options go = f.options(sched.get());
+  go.scheduler_stats = o.stats;  // the summary's scheduler line
   if (!o.trace_file.empty()) {
     rec = std::make_unique<sinew::trace>();
     go.trace = rec.get();
