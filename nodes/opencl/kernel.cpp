@@ -73,21 +73,30 @@ bool all_complete(const std::vector<cl_event>& evs) {
 /// or failed, asleep. clWaitForEvents spins on a core in NVIDIA's driver,
 /// and while a GPU share runs, the host share of the same multi-device map
 /// runs on every core: the spinning thread preempts one of its workers,
-/// whose chunk then straggles and the host's times turn to noise. Completion
-/// callbacks wake this thread; a 5 ms poll of the events' status covers a
-/// callback that cannot be registered or never comes.
+/// whose chunk then straggles and the host's times turn to noise.
+/// Completion callbacks wake this thread, and once every event's has come
+/// the wait is over: a driver may report CL_COMPLETE through
+/// clGetEventInfo only later. The events' status is also polled, every
+/// 50 us at first, doubling up to 250 us: NVIDIA's callbacks come
+/// milliseconds late more often than not.
 void sleep_until_complete(const std::vector<cl_event>& evs) {
   if (evs.empty()) return;
   auto st = std::make_shared<wait_state>();
+  std::uint64_t registered = 0;
   for (cl_event ev : evs) {
     auto* ref = new std::shared_ptr<wait_state>(st);
-    if (clSetEventCallback(ev, CL_COMPLETE, on_complete, ref) != CL_SUCCESS) delete ref;
+    if (clSetEventCallback(ev, CL_COMPLETE, on_complete, ref) == CL_SUCCESS) ++registered;
+    else delete ref;
   }
-  std::uint64_t seen = 0;
-  while (!all_complete(evs)) {
-    std::unique_lock<std::mutex> l(st->m);
-    st->cv.wait_for(l, std::chrono::milliseconds(5), [&] { return st->fired != seen; });
-    seen = st->fired;
+  const bool all_registered = registered == evs.size();
+  const auto called_back = [&] { return all_registered && st->fired == registered; };
+  std::unique_lock<std::mutex> l(st->m);
+  for (auto poll = std::chrono::microseconds(50);; poll = std::min(2 * poll, std::chrono::microseconds(250))) {
+    if (called_back()) return;
+    l.unlock();
+    const bool done = all_complete(evs);
+    l.lock();
+    if (done || st->cv.wait_for(l, poll, called_back)) return;
   }
 }
 
