@@ -334,19 +334,19 @@ def t_workloads_gpu(ms):
     rows = []
     for case, _, _ in WL_CASES:
         for mc in ms:
-            if not mc.bench("workloads"):
+            if not mc.bench("workloads_gpu"):
                 continue
-            leaf = mc.m("workloads", "%s sinew opencl leaf, gpu" % case)
-            direct = mc.m("workloads", "%s opencl direct, gpu" % case)
+            leaf = mc.m("workloads_gpu", "%s sinew opencl leaf, gpu" % case)
+            direct = mc.m("workloads_gpu", "%s opencl direct, gpu" % case)
             if not leaf and not direct:
                 continue
             rows.append(["%s, %s" % (mc.label, case.replace("^3", "³").replace("^2", "²")),
                          cell(leaf), cell(direct), ratio(leaf, direct)])
     if not rows:
-        return ("No results file has the GPU variants yet (`sinew-bench workloads` runs them where there is an "
+        return ("No results file has the GPU variants yet (`sinew-bench workloads_gpu` runs them where there is an "
                 "OpenCL GPU).")
     return table(["machine, case", "Sinew OpenCL leaf (GPU)", "OpenCL direct (GPU)", "leaf / direct"], rows) + \
-        load_note(ms, ["workloads"])
+        load_note(ms, ["workloads_gpu"])
 
 
 def t_nbody(ms):
@@ -538,7 +538,7 @@ def t_endpoints(ms):
 
 
 # The benchmarks of issue 7's suite, whose RATIO lines the report counts.
-SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "nbody", "image_pipeline", "farm_grain",
+SUITE = ("stream_triad", "peak_flops", "map_saxpy", "workloads", "workloads_gpu", "nbody", "image_pipeline", "farm_grain",
          "queue_handoff", "starpu_series", "starpu_saxpy")
 
 

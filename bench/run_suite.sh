@@ -5,6 +5,7 @@
 # is the development VM), one process per file, each as .json + .txt:
 #   e2e-workloads       stream_triad peak_flops map_saxpy workloads nbody (one process:
 #                       workloads uses the triad measured before it, nbody the peak)
+#   e2e-workloads_gpu   workloads_gpu (a process of its own: a GPU context slows OpenMP)
 #   e2e-image_pipeline, e2e-farm_grain, e2e-queue (queue_handoff)
 #   e2e-starpu          sinew-bench-starpu starpu_series starpu_saxpy, when it was built
 #   <name>              every other benchmark of `sinew-bench --list`
@@ -47,8 +48,9 @@ run() {  # run STEM EXECUTABLE ARGS...: text to the terminal and $out/STEM.txt, 
   written+=("$stem")
   echo "run_suite.sh: wrote $out/$stem.json and $out/$stem.txt (exit $r)"
 }
-grouped=" stream_triad peak_flops map_saxpy workloads nbody image_pipeline farm_grain queue_handoff "
+grouped=" stream_triad peak_flops map_saxpy workloads workloads_gpu nbody image_pipeline farm_grain queue_handoff "
 run e2e-workloads "$bench" stream_triad peak_flops map_saxpy workloads nbody
+run e2e-workloads_gpu "$bench" workloads_gpu
 run e2e-image_pipeline "$bench" image_pipeline
 run e2e-farm_grain "$bench" farm_grain
 run e2e-queue "$bench" queue_handoff
