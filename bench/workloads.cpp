@@ -175,55 +175,54 @@ struct wl_case {
   std::function<void()> sinew, tbb, omp, cl_leaf, cl_leaf_steal, cl_direct, gpu_leaf, gpu_direct;
 };
 
-/// What one benchmark measures of each case: the C++ variants, and the
-/// OpenCL ones on PoCL (`cpu`) or on the GPU (`gpu`; null: none there).
-/// `workloads` never opens the GPU: a CUDA context's driver threads take
-/// cores from OpenMP's static team (Segmentation 100^3 at 7.4 ms a run
-/// against 40 us with the GPU hidden), so `workloads_gpu` has the GPU pair
-/// in a process of its own.
+/// What one benchmark measures of each case: `workloads` the C++ variants
+/// and the OpenCL ones on PoCL, `workloads_gpu` (`gpu`) the OpenCL pair on
+/// the GPU alone; `cl` is that device (null: no OpenCL variants). The GPU
+/// gets a process of its own: a CUDA context's driver threads take cores
+/// from OpenMP's static team (Segmentation 100^3 at 7.4 ms a run against
+/// 40 us with the GPU hidden).
 struct part {
-  bool cxx = true;
-  direct_cl* cpu = nullptr;
-  direct_cl* gpu = nullptr;
+  direct_cl* cl = nullptr;
+  bool gpu = false;
 };
 
-/// A case's OpenCL variants and what they keep: the leaf's graphs and the
-/// direct launch's kernel, per device.
+/// What a case's OpenCL variants keep: the leaf's graphs (on `steal` too,
+/// on PoCL) and the direct launch's kernel.
 struct cl_state {
-  std::optional<sinew::graph> leaf, leaf_steal, gpu_leaf;
-  cl::Kernel kernel, gpu_kernel;
+  std::optional<sinew::graph> leaf, leaf_steal;
+  cl::Kernel kernel;
 };
 
-/// The OpenCL variants of `c` on `pt`'s CPU device and GPU (either null:
-/// none there): the kernel leaf of `spec(d)` run by `run_on(graph)`, on
+/// The OpenCL variants of `c` on `pt.cl` (null: none): the kernel leaf of `spec(d)` run by `run_on(graph)`, on
 /// the CPU device also on `steal` (as many workers as the peers), and
 /// `direct(d, kernel)`, the same kernel (`name` of graphs/kernels/`file`)
 /// launched by hand. The functions must outlive the measurement.
 template <class Spec, class Run, class Direct>
 void add_opencl(wl_case& c, cl_state& st, const part& pt, const char* file, const char* name, const Spec& spec,
                 const Run& run_on, const Direct& direct) {
-  if (direct_cl* cpu = pt.cpu) {
-    static const std::unique_ptr<sinew::scheduler> steal = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
-    st.leaf.emplace(scl::kernel_leaf(spec(*cpu)));
-    st.leaf_steal.emplace(scl::kernel_leaf(spec(*cpu)), sinew::graph_options{.scheduler = steal.get()});
-    st.kernel = cpu->kernel(file, name);
-    c.cl_leaf = [&run_on, &st] { run_on(*st.leaf); };
-    c.cl_leaf_steal = [&run_on, &st] { run_on(*st.leaf_steal); };
-    c.cl_direct = [&direct, &st, cpu] { direct(*cpu, st.kernel); };
+  direct_cl* d = pt.cl;
+  if (!d) return;
+  st.leaf.emplace(scl::kernel_leaf(spec(*d)));
+  st.kernel = d->kernel(file, name);
+  const auto leaf = [&run_on, &st] { run_on(*st.leaf); };
+  const auto launch = [&direct, &st, d] { direct(*d, st.kernel); };
+  if (pt.gpu) {
+    c.gpu_leaf = leaf;
+    c.gpu_direct = launch;
+    return;
   }
-  if (direct_cl* gpu = pt.gpu) {
-    st.gpu_leaf.emplace(scl::kernel_leaf(spec(*gpu)));
-    st.gpu_kernel = gpu->kernel(file, name);
-    c.gpu_leaf = [&run_on, &st] { run_on(*st.gpu_leaf); };
-    c.gpu_direct = [&direct, &st, gpu] { direct(*gpu, st.gpu_kernel); };
-  }
+  static const std::unique_ptr<sinew::scheduler> steal = sinew::make_scheduler("steal", {.threads = sb::thread_count()});
+  st.leaf_steal.emplace(scl::kernel_leaf(spec(*d)), sinew::graph_options{.scheduler = steal.get()});
+  c.cl_leaf = leaf;
+  c.cl_leaf_steal = [&run_on, &st] { run_on(*st.leaf_steal); };
+  c.cl_direct = launch;
 }
 
 /// Measures the variants of `c`; returns the Sinew map series (for the triad ratio).
 const sb::series* measure_case(sb::context& ctx, const wl_case& c, const part& pt) {
   auto one = [&](const char* what, const std::function<void()>& run, bool opencl,
                  const std::string& note) -> const sb::series* {
-    if (!run || (!opencl && !pt.cxx)) return nullptr;
+    if (!run || (!opencl && pt.gpu)) return nullptr;
     return &ctx.measure({.name = c.label + " " + what,
                          .unit = c.unit,
                          .better = sb::higher,
@@ -352,7 +351,7 @@ void saxpy_case(sb::context& ctx, std::size_t n, const part& pt) {
 }
 
 void series_case(sb::context& ctx, std::size_t n, const part& pt) {
-  // pt without devices: no OpenCL variants at this size (see run()).
+  // pt.cl null: no OpenCL variants at this size (see run_cases()).
   const int steps = 1000;
   const std::vector<wl::coeff> ref = wl::series_reference(n, steps);
   std::vector<std::vector<wl::coeff>> out(1, std::vector<wl::coeff>(n));
@@ -515,9 +514,8 @@ void run_cases(sb::context& ctx, bool gpu) {
   std::optional<direct_cl> dev = gpu ? open(CL_DEVICE_TYPE_GPU, "opencl_gpu", "GPU")
                                      : open(CL_DEVICE_TYPE_CPU, "opencl_device", "OpenCL");
   if (gpu && !dev) return;
-  part pt{.cxx = !gpu};
-  (gpu ? pt.gpu : pt.cpu) = dev ? &*dev : nullptr;
-  const part cxx_only{.cxx = pt.cxx};
+  const part pt{.cl = dev ? &*dev : nullptr, .gpu = gpu};
+  const part cxx_only{.gpu = gpu};
   saxpy_case(ctx, saxpy_n, pt);
   // PoCL's double-precision pow/cos make Series ~10x slower than the C++
   // leaf: the OpenCL variants run at the smallest size only.
