@@ -27,16 +27,20 @@ void latency_histogram::add(std::uint64_t v) noexcept {
 }
 
 void latency_histogram::clear() noexcept {
-  for (auto& c : count) c.store(0, std::memory_order_relaxed);
+  // Every sample is at most max, so no bucket above max's holds one: a run
+  // clears the few lines its samples touched, not all 4 KiB.
+  const unsigned top = bucket(max.load(std::memory_order_relaxed));
+  for (unsigned b = 0; b <= top; ++b) count[b].store(0, std::memory_order_relaxed);
   max.store(0, std::memory_order_relaxed);
 }
 
 latency_stats latency_histogram::read() const {
-  std::uint64_t c[buckets], n = 0;
-  for (unsigned b = 0; b < buckets; ++b) n += c[b] = count[b].load(std::memory_order_relaxed);
   latency_stats r;
-  r.samples = n;
   r.max_ns = max.load(std::memory_order_relaxed);
+  const unsigned top = bucket(r.max_ns);  // no sample above max (see clear)
+  std::uint64_t c[buckets] = {}, n = 0;
+  for (unsigned b = 0; b <= top; ++b) n += c[b] = count[b].load(std::memory_order_relaxed);
+  r.samples = n;
   if (n == 0) return r;
   auto pct = [&](double p) {
     std::uint64_t want = std::max<std::uint64_t>(1, std::uint64_t(std::ceil(p * double(n)))), seen = 0;

@@ -22,7 +22,7 @@ struct latency_histogram {
   static unsigned bucket(std::uint64_t v) noexcept;
   static std::uint64_t upper(unsigned b) noexcept;  // largest value of bucket b
   void add(std::uint64_t v) noexcept;
-  /// No sample, as new.
+  /// No sample, as new. No add() may run meanwhile (a run clears it when reset).
   void clear() noexcept;
   /// Percentiles: the smallest bucket bound with that share of the samples
   /// at or below it, capped at the maximum.

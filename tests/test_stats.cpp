@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "test_common.hpp"
+#include "../engine/latency_histogram.hpp"  // the histogram behind run_stats::latency
 
 using namespace sinew;
 using namespace sinew_test;
@@ -148,6 +149,29 @@ TEST_CASE("unit latency percentiles are ordered and cover every timed unit", "[s
   f0.get();
   CHECK(f0.stats().latency.samples == 0);
   CHECK(f0.stats().latency.p99_ns == 0);
+}
+
+TEST_CASE("a cleared latency histogram holds no sample of any size, and a kept run counts only its own units", "[stats]") {
+  detail::latency_histogram h;
+  for (std::uint64_t v : {std::uint64_t(0), std::uint64_t(5), std::uint64_t(1500), std::uint64_t(1) << 40}) h.add(v);
+  CHECK(h.read().samples == 4);
+  h.clear();  // bounded by the largest sample's bucket: the 2^40 one must go too
+  for (const auto& c : h.count) CHECK(c.load() == 0);
+  CHECK(h.read().samples == 0);
+  CHECK(h.read().max_ns == 0);
+  h.add(7);
+  CHECK(h.read().samples == 1);
+  CHECK(h.read().p50_ns == 7);
+
+  const std::size_t n = 40;
+  auto in = make_items(n, 8);
+  std::vector<std::vector<int>> out;
+  graph g(map<inc>(), {.latency_every = 1});
+  for (int run = 0; run < 3; ++run) {  // the second and third reuse the first's state
+    auto f = g.run(in, out);
+    f.get();
+    CHECK(f.stats().latency.samples == n);
+  }
 }
 
 TEST_CASE("map chunks are counted once per piece the unit was split into", "[stats][tsan]") {
