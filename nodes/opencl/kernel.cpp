@@ -159,7 +159,13 @@ class compiled_kernel {
   /// Outermost-dimension work-group size for a unit of rank `rank`.
   std::size_t granularity(unsigned rank) const { return use_local_ ? local_for(rank)[rank - 1] : 1; }
 
-  share_timing run(const device_share& sh, sinew::detail::exec_args& a) {
+  /// How a share's thread waits for its commands on a GPU or accelerator.
+  enum class wait_mode {
+    driver,  ///< clWaitForEvents (spins in NVIDIA's driver): the thread holds its core anyway
+    asleep,  ///< sleep_until_complete: a multi-device map's host share runs on every core meanwhile
+  };
+
+  share_timing run(const device_share& sh, sinew::detail::exec_args& a, wait_mode wait) {
     auto t0 = std::chrono::steady_clock::now();
     const bool inplace = in_place();
     const layer& in = *a.in;
@@ -307,11 +313,11 @@ class compiled_kernel {
     std::vector<cl_event> kernels, others;
     auto wait_all = [&] {
       // Everything enqueued must finish before buffers are unpinned or a
-      // failure is reported: commands still reference them. Asleep first;
-      // clWaitForEvents then only collects the status. A CPU device's
-      // driver (PoCL) waits asleep by itself: no callbacks, whose thread
-      // would be one more wake-up on the way back.
-      if (d_->info.kind != device_kind::cpu) {
+      // failure is reported: commands still reference them. Asleep first
+      // when asked; clWaitForEvents then only collects the status. A CPU
+      // device's driver (PoCL) waits asleep by itself: no callbacks, whose
+      // thread would be one more wake-up on the way back.
+      if (wait == wait_mode::asleep && d_->info.kind != device_kind::cpu) {
         sleep_until_complete(kernels);
         sleep_until_complete(others);
       }
@@ -511,7 +517,11 @@ std::vector<std::shared_ptr<compiled_kernel>> compile(const kernel_spec& s, bool
 class kernel_exec final : public sinew::detail::executable {
  public:
   explicit kernel_exec(std::shared_ptr<compiled_kernel> k) : k_(std::move(k)) {}
-  void execute(sinew::detail::exec_args& a) override { k_->run({0, a.in->shape().ext[0]}, a); }
+  // A leaf's thread is a worker or the caller, holding its core while it waits:
+  // the driver's own wait ends soonest.
+  void execute(sinew::detail::exec_args& a) override {
+    k_->run({0, a.in->shape().ext[0]}, a, compiled_kernel::wait_mode::driver);
+  }
 
  private:
   std::shared_ptr<compiled_kernel> k_;
@@ -542,7 +552,10 @@ class kernel_executor final : public device_executor {
   sinew::detail::type_list input_types() const override { return k_->types(false); }
   sinew::detail::type_list output_types() const override { return k_->types(true); }
   bool in_place() const override { return k_->in_place(); }
-  share_timing execute(const device_share& s, sinew::detail::exec_args& a) override { return k_->run(s, a); }
+  // A device thread of a multi-device map, beside the host share's workers.
+  share_timing execute(const device_share& s, sinew::detail::exec_args& a) override {
+    return k_->run(s, a, compiled_kernel::wait_mode::asleep);
+  }
 
  private:
   std::shared_ptr<compiled_kernel> k_;
