@@ -5,7 +5,7 @@
 #   bash dev-carry/run.sh MODE              # on the device, dev-carry carried (CARRY=<dir> when it has another name):
 #                                           #   -> $OUT/MODE-<N>core.tar.gz
 #   bash bench/device_run.sh install FILE.tar.gz...   # here, in the repository root: into bench/results/<N>core/
-# MODE: devices | sched16 | e2e | maps | opencl | tasks | pipeline | dag | stream | endpoints | fuzz (below). A mode writes
+# MODE: devices | sched16 | e2e | maps | gpu | opencl | tasks | pipeline | dag | stream | endpoints | fuzz (below). A mode writes
 # the same file names every time, so `install` REPLACES the previous run's files
 # of those names (a .json/.txt pair whole: a benchmark killed by its timeout
 # leaves no stale JSON behind) and their lines in runs.tsv (file, UTC date,
@@ -83,8 +83,8 @@ fi
 mode=${1:-}
 carry=${CARRY:-dev-carry}
 case "$mode" in
-  devices|sched16|e2e|maps|opencl|tasks|pipeline|dag|stream|endpoints|fuzz) ;;
-  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|maps|opencl|tasks|pipeline|dag|stream|endpoints|fuzz" >&2
+  devices|sched16|e2e|maps|gpu|opencl|tasks|pipeline|dag|stream|endpoints|fuzz) ;;
+  *) echo "usage: bash bench/device_run.sh prepare | install FILE.tar.gz...; on the device: bash $carry/run.sh devices|sched16|e2e|maps|gpu|opencl|tasks|pipeline|dag|stream|endpoints|fuzz" >&2
      exit 2 ;;
 esac
 root=$PWD
@@ -136,6 +136,9 @@ case "$mode" in
   maps)  # issue 21: the data-parallel files of mode e2e alone (workloads, image_pipeline), < 5 min
     machine
     data_parallel_files ;;
+  gpu)  # the OpenCL leaf on the GPU alone (e2e-workloads_gpu), about 30 s
+    machine
+    one e2e-workloads_gpu 90 ./sinew-bench workloads_gpu ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
     machine
     one multidevice_unbalanced 200 ./sinew-bench multidevice_unbalanced
