@@ -12,6 +12,13 @@ inline void raise_max(std::atomic<T>& m, T v) noexcept {
   while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}
 }
 
+/// Lowers `m` to `v` if `v` is smaller (a low-water mark; relaxed).
+template <class T>
+inline void lower_min(std::atomic<T>& m, T v) noexcept {
+  T cur = m.load(std::memory_order_relaxed);
+  while (v < cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}
+}
+
 /// Adds `v` to `c`. Counters of serial stages have one writer at a time
 /// (activations of a serial stage are ordered by `active`), so a plain load
 /// and store does: no locked instruction on the per-unit path. Concurrent

@@ -23,14 +23,18 @@ std::uint64_t latency_histogram::upper(unsigned b) noexcept {
 
 void latency_histogram::add(std::uint64_t v) noexcept {
   count[bucket(v)].fetch_add(1, std::memory_order_relaxed);
+  lower_min(min, v);
   raise_max(max, v);
 }
 
 void latency_histogram::clear() noexcept {
-  // Every sample is at most max, so no bucket above max's holds one: a run
-  // clears the few lines its samples touched, not all 4 KiB.
+  // Every sample lies in [min, max], so only the buckets between theirs can
+  // hold one: a run clears the line or two its samples touched, not 4 KiB.
+  const std::uint64_t lo = min.load(std::memory_order_relaxed);
+  if (lo == UINT64_MAX) return;  // no sample
   const unsigned top = bucket(max.load(std::memory_order_relaxed));
-  for (unsigned b = 0; b <= top; ++b) count[b].store(0, std::memory_order_relaxed);
+  for (unsigned b = bucket(lo); b <= top; ++b) count[b].store(0, std::memory_order_relaxed);
+  min.store(UINT64_MAX, std::memory_order_relaxed);
   max.store(0, std::memory_order_relaxed);
 }
 

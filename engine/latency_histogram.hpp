@@ -18,7 +18,7 @@ namespace sinew::detail {
 struct latency_histogram {
   static constexpr unsigned sub_bits = 3, buckets = (64 - sub_bits + 1) << sub_bits;
   std::atomic<std::uint64_t> count[buckets] = {};
-  std::atomic<std::uint64_t> max{0};
+  std::atomic<std::uint64_t> min{UINT64_MAX}, max{0};  // of the samples: they bound the buckets in use
   static unsigned bucket(std::uint64_t v) noexcept;
   static std::uint64_t upper(unsigned b) noexcept;  // largest value of bucket b
   void add(std::uint64_t v) noexcept;

@@ -155,13 +155,20 @@ TEST_CASE("a cleared latency histogram holds no sample of any size, and a kept r
   detail::latency_histogram h;
   for (std::uint64_t v : {std::uint64_t(0), std::uint64_t(5), std::uint64_t(1500), std::uint64_t(1) << 40}) h.add(v);
   CHECK(h.read().samples == 4);
-  h.clear();  // bounded by the largest sample's bucket: the 2^40 one must go too
+  h.clear();  // bounded by the samples' buckets: the 0 and the 2^40 ones must go too
   for (const auto& c : h.count) CHECK(c.load() == 0);
   CHECK(h.read().samples == 0);
   CHECK(h.read().max_ns == 0);
   h.add(7);
   CHECK(h.read().samples == 1);
   CHECK(h.read().p50_ns == 7);
+  h.clear();
+  h.add(std::uint64_t(1) << 30);  // alone: min and max in one high bucket
+  CHECK(h.read().p99_ns == std::uint64_t(1) << 30);
+  h.clear();
+  h.clear();  // empty: nothing to do
+  for (const auto& c : h.count) CHECK(c.load() == 0);
+  CHECK(h.read().samples == 0);
 
   const std::size_t n = 40;
   auto in = make_items(n, 8);
