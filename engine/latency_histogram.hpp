@@ -8,7 +8,8 @@
 namespace sinew::detail {
 
 /// Unit latencies in fixed log buckets (8 per power of two: within 12.5%),
-/// lock-free: one relaxed add per timed unit.
+/// lock-free: one relaxed add and two relaxed low/high-water updates per
+/// timed unit.
 ///
 /// \code
 /// latency_histogram h;
