@@ -103,6 +103,9 @@ data_parallel_files() {  # e2e-workloads, e2e-image_pipeline, e2e-workloads_gpu:
   # peak_flops before nbody: its notes compare with the measured peak.
   one e2e-workloads 130 ./sinew-bench stream_triad peak_flops map_saxpy workloads nbody
   one e2e-image_pipeline 110 ./sinew-bench image_pipeline
+  gpu_file
+}
+gpu_file() {  # e2e-workloads_gpu: modes e2e, maps and gpu
   one e2e-workloads_gpu 90 ./sinew-bench workloads_gpu  # its own process: a GPU context slows OpenMP
 }
 one() {  # one STEM SECONDS EXECUTABLE ARGS...: one process, JSON and text in $d
@@ -138,7 +141,7 @@ case "$mode" in
     data_parallel_files ;;
   gpu)  # the OpenCL leaf on the GPU alone (e2e-workloads_gpu), about 30 s
     machine
-    one e2e-workloads_gpu 90 ./sinew-bench workloads_gpu ;;
+    gpu_file ;;
   opencl)  # issue 4: multi-device balancing, C++ vs PoCL, OpenCL leaves, < 9 min
     machine
     one multidevice_unbalanced 200 ./sinew-bench multidevice_unbalanced
