@@ -257,6 +257,72 @@ TEST_CASE("coherence: eviction under a budget never loses the only valid copy", 
   for (int k = 0; k < 5; ++k) CHECK_FALSE(coh::host_stale(*bufs[k]));
 }
 
+TEST_CASE("coherence: a released copy's memory serves the next copy of its size, within the reuse limit",
+          "[coherence][opencl]") {
+  sim_space dev("reusing");
+  constexpr std::size_t n = 256;  // floats: 1 KiB per buffer
+  const std::size_t kib = n * sizeof(float);
+  dev.set_reuse_limit(3 * kib);
+  auto filled = [](float v) {
+    auto b = sinew::buffer_pool::global().acquire<float>(n);
+    for (std::size_t i = 0; i < n; ++i) b.data<float>()[i] = v;
+    return b;
+  };
+  {
+    auto b = filled(1);
+    coh::access a(*b, dev, {}, coh::whole(*b));  // the device writes it: its only valid copy
+    std::memset(dev.mem(a.handle()), 0xAA, kib);
+  }  // released: its device memory is kept, its bytes forgotten
+  auto s = dev.stats();
+  CHECK(s.allocations == 1);
+  CHECK(s.kept_bytes == kib);
+  CHECK(s.resident_bytes == 0);
+  CHECK(dev.live == 1);
+  {
+    auto b = filled(7);
+    auto* mem = reinterpret_cast<float*>(dev.mem(coh::read(*b, dev, coh::whole(*b))));
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(mem[i] == 7.0f);  // uploaded over the old bytes
+    s = dev.stats();
+    CHECK(s.allocations == 1);
+    CHECK(s.reuses == 1);
+    CHECK(s.kept_bytes == 0);
+    CHECK(dev.live == 1);
+    auto other = sinew::buffer_pool::global().acquire<float>(2 * n);  // another size: a fresh allocation
+    coh::read(*other, dev, coh::whole(*other));
+    CHECK(dev.stats().allocations == 2);
+  }
+  CHECK(dev.stats().kept_bytes == 3 * kib);
+  // Beyond the limit the largest kept allocations are released.
+  {
+    std::vector<sinew::buffer_ref> bufs;
+    for (int k = 0; k < 4; ++k) {
+      bufs.push_back(filled(float(k)));
+      coh::read(*bufs.back(), dev, coh::whole(*bufs.back()));
+    }
+    s = dev.stats();
+    CHECK(s.reuses == 2);  // the kept 1 KiB allocation serves the first; the kept 2 KiB one fits none
+    CHECK(dev.live == 5);
+  }
+  s = dev.stats();
+  CHECK(s.kept_bytes == 3 * kib);
+  CHECK(dev.live == 3);
+  // Under a budget kept memory goes before any resident copy is evicted.
+  dev.set_budget(4 * kib);
+  {
+    auto big = sinew::buffer_pool::global().acquire<float>(3 * n);
+    coh::read(*big, dev, coh::whole(*big));
+    s = dev.stats();
+    CHECK(s.evictions == 0);
+    CHECK(s.resident_bytes + s.kept_bytes <= dev.budget());
+    CHECK(s.kept_bytes == kib);
+    CHECK(dev.live == 2);
+  }
+  dev.set_budget(0);
+  dev.trim();
+  CHECK(dev.stats().kept_bytes == 0);
+  CHECK(dev.live == 0);
+}
+
 TEST_CASE("coherence: out-of-range accesses are errors", "[coherence][opencl]") {
   sim_space dev("d");
   auto b = sinew::buffer_pool::global().acquire<float>(4);

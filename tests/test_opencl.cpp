@@ -488,6 +488,36 @@ TEST_CASE("opencl: a kernel failing at launch fails the run with the node path",
     for (float x : v) REQUIRE(x == 2.0f);
 }
 
+TEST_CASE("opencl: device copies of a graph's next run reuse the memory of the last run's units", "[opencl]") {
+  if (!have_device()) return;
+  auto dev = cl::select_devices(cl::list_devices().front().id).front();
+  sinew::coherence::memory_space& space = dev.memory(cl::memory_mode::copy);
+  REQUIRE(space.reuse_limit() == dev.info().global_mem / 16);
+  cl::kernel_spec s = saxpy_spec(2.0f, cl::memory_mode::copy);
+  s.devices = dev.info().id;
+  const std::size_t n = 4096;
+  auto in = wl::make_saxpy_inputs(n, 5);
+  std::vector<std::tuple<std::vector<float>, std::vector<float>>> items(4, {in.x, in.y});
+  const auto ref = wl::saxpy_reference(2.0f, in.x, in.y);
+  sinew::graph g(cl::kernel_leaf(s));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::vector<float>> out;
+    const auto before = space.stats();
+    g.run(sinew::from(items), sinew::into(out)).get();
+    const auto after = space.stats();
+    // x, y and z of every unit have a device copy; the first run's units
+    // went back to the pool, and their device memory serves the second's.
+    CHECK(after.allocations - before.allocations + after.reuses - before.reuses == 3 * items.size());
+    if (run == 1) CHECK(after.reuses - before.reuses >= 3);
+    CHECK(after.upload_bytes - before.upload_bytes == items.size() * 2 * n * sizeof(float));  // kept memory holds no valid bytes
+    REQUIRE(out.size() == items.size());
+    for (auto& z : out)
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(z[i] == Approx(ref[i]).epsilon(1e-6));
+  }
+  space.trim();
+  CHECK(space.stats().kept_bytes == 0);
+}
+
 TEST_CASE("opencl: chunked overlap moves each byte once and matches the unchunked result", "[opencl]") {
   if (!have_device()) return;
   auto dev = cl::select_devices(cl::list_devices().front().id).front();

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <list>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -81,7 +82,36 @@ struct space_state {
   memory_space* space = nullptr;
   std::mutex m;
   std::list<record*> lru;  // resident copies, least recently used first
+  std::multimap<std::size_t, void*> kept;  // memory of released copies by size (set_reuse_limit); bytes in c.kept_bytes
   memory_space::counters c;
+
+  /// Kept memory of exactly `bytes`, or null (lock held).
+  void* reuse(std::size_t bytes) {
+    auto it = kept.find(bytes);
+    if (it == kept.end()) return nullptr;
+    void* h = it->second;
+    kept.erase(it);
+    c.kept_bytes -= bytes;
+    c.reuses++;
+    return h;
+  }
+  /// Releases the largest kept allocations until `target` bytes or fewer
+  /// stay kept; each release outside the lock (a driver's free may wait
+  /// for the device).
+  void shed(std::size_t target) noexcept {
+    for (;;) {
+      void* h;
+      {
+        std::lock_guard g(m);
+        if (c.kept_bytes <= target || kept.empty()) return;
+        auto last = std::prev(kept.end());
+        c.kept_bytes -= last->first;
+        h = last->second;
+        kept.erase(last);
+      }
+      space->release(h);
+    }
+  }
 };
 
 struct registry {
@@ -110,7 +140,7 @@ struct record final : buffer_hook {
   explicit record(buffer& b) : buf(&b) { host_valid.push_back({0, b.bytes()}); }
   ~record() override {
     std::lock_guard g(m);  // waits for an eviction in progress
-    for (copy& c : copies) drop(c);
+    for (copy& c : copies) drop(c, true);
   }
 
   copy* find(unsigned space) {
@@ -120,9 +150,12 @@ struct record final : buffer_hook {
   }
   bool shares_host(const copy& c) const { return registry::get().state(c.space).space->shares_host(); }
 
-  /// Releases copy `c`'s memory (the caller made sure nothing is lost).
-  void drop(copy& c) {
+  /// Releases copy `c`'s memory (the caller made sure nothing is lost), or
+  /// with `keep` (its buffer is going away) keeps it for reuse within the
+  /// space's reuse limit, shedding the largest kept ones beyond it.
+  void drop(copy& c, bool keep = false) {
     space_state& s = registry::get().state(c.space);
+    bool kept = false;
     {
       std::lock_guard g(s.m);
       if (c.resident) {
@@ -130,7 +163,16 @@ struct record final : buffer_hook {
         c.resident = false;
         if (!s.space->shares_host()) s.c.resident_bytes -= buf->bytes();
       }
+      const std::size_t limit = s.space->reuse_limit();
+      if (keep && c.handle && limit && !s.space->shares_host() && buf->bytes() <= limit) try {
+        s.kept.emplace(buf->bytes(), c.handle);
+        s.c.kept_bytes += buf->bytes();
+        c.handle = nullptr;
+        kept = true;
+      } catch (...) {  // no memory for the entry: released below instead
+      }
     }
+    if (kept) s.shed(s.space->reuse_limit());
     if (c.handle) s.space->release(c.handle);
     c.handle = nullptr;
     c.valid.clear();
@@ -169,10 +211,17 @@ struct record final : buffer_hook {
     }
     if (!c->handle) {
       bool unified = s.space->shares_host();
-      if (!unified) make_room(s, buf->bytes());
-      c->handle = s.space->allocate(buf->data(), buf->bytes());
+      if (!unified) {
+        std::lock_guard g(s.m);
+        c->handle = s.reuse(buf->bytes());
+      }
+      const bool reused = c->handle != nullptr;
+      if (!reused) {
+        if (!unified) make_room(s, buf->bytes());
+        c->handle = s.space->allocate(buf->data(), buf->bytes());
+      }
       std::lock_guard g(s.m);
-      s.c.allocations++;
+      if (!reused) s.c.allocations++;
       if (!unified) s.c.resident_bytes += buf->bytes();
       c->lru = s.lru.insert(s.lru.end(), this);
       c->resident = true;
@@ -188,8 +237,14 @@ struct record final : buffer_hook {
     std::size_t budget = s.space->budget();
     if (!budget) return;
     std::unique_lock g(s.m);
+    if (s.c.kept_bytes && s.c.resident_bytes + s.c.kept_bytes + need > budget) {  // kept memory goes first
+      const std::size_t room = budget > s.c.resident_bytes + need ? budget - s.c.resident_bytes - need : 0;
+      g.unlock();
+      s.shed(room);
+      g.lock();
+    }
     auto it = s.lru.begin();
-    while (s.c.resident_bytes + need > budget && it != s.lru.end()) {
+    while (s.c.resident_bytes + s.c.kept_bytes + need > budget && it != s.lru.end()) {
       record* v = *it;
       if (v == this || !v->m.try_lock()) { ++it; continue; }
       copy* vc = v->find(s.space->id());
@@ -328,7 +383,10 @@ void memory_space::retire() {
     std::lock_guard rg(r->m);
     if (copy* c = r->find(id_)) r->evict_locked(*c, s);
   }
+  trim();
 }
+
+void memory_space::trim() noexcept { registry::get().state(id_).shed(0); }
 
 memory_space::counters memory_space::stats() const {
   space_state& s = registry::get().state(id_);

@@ -155,6 +155,9 @@ void device_state::open() {
       check(e, "clCreateCommandQueue", label());
     }
     copy_space = std::make_unique<cl_space>(*this, false);
+    // Device buffers of released units serve the next units of their size
+    // (no allocation and free per unit, which NVIDIA's driver may synchronise).
+    copy_space->set_reuse_limit(info.global_mem / 16);
     if (info.host_unified_memory) unified_space = std::make_unique<cl_space>(*this, true);
   });
   if (!ctx) throw error("opencl: device " + label() + " could not be opened earlier");

@@ -15,8 +15,9 @@
 ///  * eviction under a space's memory budget never drops the only valid copy
 ///    of a byte: such copies are written back to the host first.
 ///
-/// Records live in the buffer's `buffer_hook`, so they go away (releasing the
-/// device memory) when the buffer returns to the pool.
+/// Records live in the buffer's `buffer_hook`, so they go away when the
+/// buffer returns to the pool: the device memory is released then, or kept
+/// for the next copy of the same size where the space has a reuse limit.
 ///
 /// \code
 /// sinew::buffer_ref b = sinew::buffer_pool::global().acquire<float>(n);
@@ -86,26 +87,48 @@ class memory_space {
   /// they hold the only valid copy).
   void set_budget(std::size_t bytes) noexcept { budget_ = bytes; }
   std::size_t budget() const noexcept { return budget_; }
+  /// Device memory of released copies (their buffers went back to the pool)
+  /// kept for later copies of the same size, up to `bytes` in all; 0 (the
+  /// default) releases it at once. A stream of units of one shape then
+  /// allocates a device copy per buffer in flight, not per unit, as a
+  /// hand-written program reuses its device buffers. Kept memory counts
+  /// against the budget and goes first when a copy needs room. Only for
+  /// spaces that do not share host memory (their allocate() must not
+  /// depend on the host pointer).
+  ///
+  /// \code
+  /// space.set_reuse_limit(std::size_t(1) << 30);  // keep up to 1 GiB for the next units
+  /// // ... run the stream ...
+  /// space.trim();                                 // give the kept memory back now
+  /// \endcode
+  void set_reuse_limit(std::size_t bytes) noexcept { reuse_limit_ = bytes; }
+  std::size_t reuse_limit() const noexcept { return reuse_limit_; }
+  /// Releases every kept allocation (set_reuse_limit).
+  void trim() noexcept;
   /// Index of this space in coherence records (host = 0).
   unsigned id() const noexcept { return id_; }
 
   struct counters {
     std::uint64_t uploads = 0, downloads = 0, upload_bytes = 0, download_bytes = 0, allocations = 0,
                   evictions = 0, write_backs = 0;
+    std::uint64_t reuses = 0;  ///< copies given kept memory (set_reuse_limit) instead of an allocation
     std::size_t resident_bytes = 0;
+    std::size_t kept_bytes = 0;  ///< memory of released copies kept for reuse
   };
   counters stats() const;
 
  protected:
   /// Gives every copy still held here back to the host (written back where
-  /// it is the only one) and forgets it. Derived spaces that die before the
-  /// buffers they hold must call it from their destructor.
+  /// it is the only one) and forgets it, and releases kept memory. Derived
+  /// spaces that die before the buffers they hold must call it from their
+  /// destructor.
   void retire();
 
  private:
   friend struct space_access;
   unsigned id_;
   std::size_t budget_ = 0;
+  std::size_t reuse_limit_ = 0;
 };
 
 /// Holds a buffer's copy in `space` valid for reading `read` and reserved for
