@@ -94,7 +94,8 @@ class memory_space {
   /// hand-written program reuses its device buffers. Kept memory counts
   /// against the budget and goes first when a copy needs room. Only for
   /// spaces that do not share host memory (their allocate() must not
-  /// depend on the host pointer).
+  /// depend on the host pointer). Set it, like the budget, before the space
+  /// is in use; a lower limit applies from the next release on.
   ///
   /// \code
   /// space.set_reuse_limit(std::size_t(1) << 30);  // keep up to 1 GiB for the next units
