@@ -159,13 +159,16 @@ class compiled_kernel {
   /// Outermost-dimension work-group size for a unit of rank `rank`.
   std::size_t granularity(unsigned rank) const { return use_local_ ? local_for(rank)[rank - 1] : 1; }
 
-  /// How a share's thread waits for its commands on a GPU or accelerator.
-  enum class wait_mode {
-    driver,  ///< clWaitForEvents (spins in NVIDIA's driver): the thread holds its core anyway
-    asleep,  ///< sleep_until_complete: a multi-device map's host share runs on every core meanwhile
+  /// Who runs the commands, which decides how its thread waits on a GPU or
+  /// accelerator and whether the kernels' device time is read.
+  enum class runner {
+    leaf,   ///< a kernel leaf on a worker or the caller: clWaitForEvents (spins in NVIDIA's
+            ///< driver; the thread holds its core anyway); nothing reads its timing
+    share,  ///< a multi-device map's device thread: sleep_until_complete (the host share runs
+            ///< on every core meanwhile); the balancer reads its compute time
   };
 
-  share_timing run(const device_share& sh, sinew::detail::exec_args& a, wait_mode wait) {
+  share_timing run(const device_share& sh, sinew::detail::exec_args& a, runner who) {
     auto t0 = std::chrono::steady_clock::now();
     const bool inplace = in_place();
     const layer& in = *a.in;
@@ -313,11 +316,11 @@ class compiled_kernel {
     std::vector<cl_event> kernels, others;
     auto wait_all = [&] {
       // Everything enqueued must finish before buffers are unpinned or a
-      // failure is reported: commands still reference them. Asleep first
-      // when asked; clWaitForEvents then only collects the status. A CPU
+      // failure is reported: commands still reference them. A share's
+      // thread sleeps first; clWaitForEvents then only collects the status. A CPU
       // device's driver (PoCL) waits asleep by itself: no callbacks, whose
       // thread would be one more wake-up on the way back.
-      if (wait == wait_mode::asleep && d_->info.kind != device_kind::cpu) {
+      if (who == runner::share && d_->info.kind != device_kind::cpu) {
         sleep_until_complete(kernels);
         sleep_until_complete(others);
       }
@@ -397,13 +400,14 @@ class compiled_kernel {
       for (cl_command_queue q : d_->queues) clFlush(q);
     }
     cl_int we = wait_all();
-    double compute = 0;
-    for (cl_event ev : kernels) {
-      cl_ulong start = 0, end = 0;
-      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
-      clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
-      if (end > start) compute += double(end - start) * 1e-9;
-    }
+    double compute = 0;  // the kernels' device time, for the balancer
+    if (who == runner::share)
+      for (cl_event ev : kernels) {
+        cl_ulong start = 0, end = 0;
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr);
+        if (end > start) compute += double(end - start) * 1e-9;
+      }
     release_all();
     if (failed) check(fail, failed, where_);
     check(we, "kernel execution", where_);
@@ -520,7 +524,7 @@ class kernel_exec final : public sinew::detail::executable {
   // A leaf's thread is a worker or the caller, holding its core while it waits:
   // the driver's own wait ends soonest.
   void execute(sinew::detail::exec_args& a) override {
-    k_->run({0, a.in->shape().ext[0]}, a, compiled_kernel::wait_mode::driver);
+    k_->run({0, a.in->shape().ext[0]}, a, compiled_kernel::runner::leaf);
   }
 
  private:
@@ -554,7 +558,7 @@ class kernel_executor final : public device_executor {
   bool in_place() const override { return k_->in_place(); }
   // A device thread of a multi-device map, beside the host share's workers.
   share_timing execute(const device_share& s, sinew::detail::exec_args& a) override {
-    return k_->run(s, a, compiled_kernel::wait_mode::asleep);
+    return k_->run(s, a, compiled_kernel::runner::share);
   }
 
  private:
