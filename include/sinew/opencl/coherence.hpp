@@ -13,7 +13,10 @@
 ///  * after `write(s, r)` the bytes of `r` are valid in `s` only;
 ///  * a read in `s` of `r` leaves `r` valid in `s` and loses no other copy;
 ///  * eviction under a space's memory budget never drops the only valid copy
-///    of a byte: such copies are written back to the host first.
+///    of a byte: such copies are written back to the host first;
+///  * memory kept for reuse (set_reuse_limit) holds no valid byte: a copy
+///    given it starts empty, and kept plus resident bytes stay within the
+///    budget when a copy is made.
 ///
 /// Records live in the buffer's `buffer_hook`, so they go away when the
 /// buffer returns to the pool: the device memory is released then, or kept
