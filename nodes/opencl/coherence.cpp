@@ -155,6 +155,7 @@ struct record final : buffer_hook {
   /// space's reuse limit, shedding the largest kept ones beyond it.
   void drop(copy& c, bool keep = false) {
     space_state& s = registry::get().state(c.space);
+    const std::size_t limit = s.space->reuse_limit();
     bool kept = false;
     {
       std::lock_guard g(s.m);
@@ -163,7 +164,6 @@ struct record final : buffer_hook {
         c.resident = false;
         if (!s.space->shares_host()) s.c.resident_bytes -= buf->bytes();
       }
-      const std::size_t limit = s.space->reuse_limit();
       if (keep && c.handle && limit && !s.space->shares_host() && buf->bytes() <= limit) try {
         s.kept.emplace(buf->bytes(), c.handle);
         s.c.kept_bytes += buf->bytes();
@@ -172,7 +172,7 @@ struct record final : buffer_hook {
       } catch (...) {  // no memory for the entry: released below instead
       }
     }
-    if (kept) s.shed(s.space->reuse_limit());
+    if (kept) s.shed(limit);
     if (c.handle) s.space->release(c.handle);
     c.handle = nullptr;
     c.valid.clear();
