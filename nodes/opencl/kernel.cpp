@@ -189,7 +189,6 @@ class compiled_kernel {
     coherence::memory_space& space = d_->space(s_.memory);
     const bool copies = !space.shares_host();
     std::vector<std::optional<coh::access>> acc(s_.args.size());
-    std::vector<std::pair<buffer*, coh::range>> written;
     cl_kernel k = take();
     struct give_back {
       compiled_kernel* self;
@@ -266,16 +265,15 @@ class compiled_kernel {
               chunk_in = overlap && !x.whole && !x.halo;
             }
           }
-          if (x.kind != arg::kind::input) {
-            wr = share;
-            written.emplace_back(&b, wr);
-          }
+          if (x.kind != arg::kind::input) wr = share;
           const bool sync_here = !copies && !wr.empty();
           // Chunked transfers are enqueued below; the access then only
           // allocates and pins the device copy.
           acc[i].emplace(b, space, chunk_in ? coh::range{} : rd, wr);
           if (chunk_in) chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true});
-          if (overlap && x.kind != arg::kind::input && !s_.keep_on_device)
+          // Downloads go on the kernel's queue right behind it, so that one
+          // wait covers both (a wait, then a blocking read, is two round trips).
+          if (copies && x.kind != arg::kind::input && !s_.keep_on_device)
             chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false});
           cl_mem m = static_cast<cl_mem>(acc[i]->handle());
           if (sync_here) syncs.push_back({m, wr});
@@ -363,6 +361,14 @@ class compiled_kernel {
         if (me == CL_SUCCESS) others.push_back(uev);
         else presync = false;  // the accesses map and unmap themselves, as without this
       }
+      for (auto& cb : chunked) {
+        if (fail != CL_SUCCESS) break;
+        cl_event ev = nullptr;
+        fail = clEnqueueReadBuffer(q, cb.m, CL_FALSE, sh.begin * cb.row, sh.size() * cb.row,
+                                   static_cast<char*>(cb.b->data()) + sh.begin * cb.row, 0, nullptr, &ev);
+        if (fail == CL_SUCCESS) others.push_back(ev);
+        else failed = "clEnqueueReadBuffer";
+      }
       clFlush(q);  // the wait below sleeps: nothing else would submit it
     } else {
       // Chunks of whole work-groups; chunk c on queue c % 2: upload, kernel,
@@ -413,15 +419,12 @@ class compiled_kernel {
     check(we, "kernel execution", where_);
     if (presync)
       for (const to_sync& t : syncs) detail::cl_space::presynced(t.m, t.r.begin, t.r.end - t.r.begin);
-    if (overlap)
-      for (auto& cb : chunked) {
-        coh::range r{sh.begin * cb.row, sh.end * cb.row};
-        if (cb.upload) coh::copied(*cb.b, &space, r);
-        else coh::copied(*cb.b, nullptr, r, &space);
-      }
+    for (auto& cb : chunked) {
+      coh::range r{sh.begin * cb.row, sh.end * cb.row};
+      if (cb.upload) coh::copied(*cb.b, &space, r);
+      else coh::copied(*cb.b, nullptr, r, &space);
+    }
     for (auto& x : acc) x.reset();  // unpin; mapped spaces sync to the host here
-    if (copies && !s_.keep_on_device)
-      for (auto& [b, r] : written) coh::host_read(*b, r);  // nothing left to move after chunked downloads
     share_timing t;
     t.compute = compute;
     t.total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
