@@ -208,11 +208,14 @@ class compiled_kernel {
                   std::to_string(d_->info.local_mem));
 
     const bool overlap = copies && s_.chunks > 1 && sh.size() > 1;
+    // Copy mode: the transfers a run enqueues on the kernel's queue itself
+    // (non-blocking, one wait for all), per chunk when it overlaps them.
     struct chunked_buffer {
       buffer* b;
       cl_mem m;
       std::size_t row;  // bytes per outermost index
       bool upload;      // else download
+      coh::range r;     // the bytes moved in all (recorded with coh::copied)
     };
     std::vector<chunked_buffer> chunked;
     // Unified memory: the buffers the kernel writes, made visible to the
@@ -262,19 +265,19 @@ class compiled_kernel {
             // telling anyone: the host copy wins over device copies then.
             if (copies && covers(coh::valid_ranges(b, 0), rd)) {
               coh::host_write(b, rd);
-              chunk_in = overlap && !x.whole && !x.halo;
+              chunk_in = !overlap || (!x.whole && !x.halo);
             }
           }
           if (x.kind != arg::kind::input) wr = share;
           const bool sync_here = !copies && !wr.empty();
-          // Chunked transfers are enqueued below; the access then only
-          // allocates and pins the device copy.
+          // Uploads and downloads are enqueued below, around the kernel on its
+          // queue (a blocking write, the kernel, a wait and a blocking read
+          // would be three round trips); the access then only allocates and
+          // pins the device copy.
           acc[i].emplace(b, space, chunk_in ? coh::range{} : rd, wr);
-          if (chunk_in) chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true});
-          // Downloads go on the kernel's queue right behind it, so that one
-          // wait covers both (a wait, then a blocking read, is two round trips).
+          if (chunk_in) chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true, rd});
           if (copies && x.kind != arg::kind::input && !s_.keep_on_device)
-            chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false});
+            chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false, wr});
           cl_mem m = static_cast<cl_mem>(acc[i]->handle());
           if (sync_here) syncs.push_back({m, wr});
           e = clSetKernelArg(k, cl_uint(i), sizeof m, &m);
@@ -340,11 +343,26 @@ class compiled_kernel {
     const char* failed = nullptr;
     bool presync = false;
     if (!overlap) {
-      cl_event ev = nullptr;
       cl_command_queue q = d_->queue();
-      fail = enqueue(q, sh.begin, sh.end, 0, nullptr, &ev);
-      if (fail == CL_SUCCESS) kernels.push_back(ev);
-      else failed = "clEnqueueNDRangeKernel";
+      // In order on q: the uploads, the kernel, then (below) the downloads.
+      const auto transfer = [&](bool up) {
+        for (auto& cb : chunked) {
+          if (cb.upload != up || fail != CL_SUCCESS) continue;
+          cl_event ev = nullptr;
+          char* host = static_cast<char*>(cb.b->data()) + cb.r.begin;
+          fail = up ? clEnqueueWriteBuffer(q, cb.m, CL_FALSE, cb.r.begin, cb.r.end - cb.r.begin, host, 0, nullptr, &ev)
+                    : clEnqueueReadBuffer(q, cb.m, CL_FALSE, cb.r.begin, cb.r.end - cb.r.begin, host, 0, nullptr, &ev);
+          if (fail == CL_SUCCESS) others.push_back(ev);
+          else failed = up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+        }
+      };
+      transfer(true);
+      cl_event ev = nullptr;
+      if (fail == CL_SUCCESS) {
+        fail = enqueue(q, sh.begin, sh.end, 0, nullptr, &ev);
+        if (fail == CL_SUCCESS) kernels.push_back(ev);
+        else failed = "clEnqueueNDRangeKernel";
+      }
       // Unified memory (CL_MEM_USE_HOST_PTR): the map and unmap that make
       // the kernel's writes visible to the host go on the kernel's queue
       // right behind it, so one wait covers all three; the coherence access
@@ -361,14 +379,7 @@ class compiled_kernel {
         if (me == CL_SUCCESS) others.push_back(uev);
         else presync = false;  // the accesses map and unmap themselves, as without this
       }
-      for (auto& cb : chunked) {
-        if (fail != CL_SUCCESS) break;
-        cl_event ev = nullptr;
-        fail = clEnqueueReadBuffer(q, cb.m, CL_FALSE, sh.begin * cb.row, sh.size() * cb.row,
-                                   static_cast<char*>(cb.b->data()) + sh.begin * cb.row, 0, nullptr, &ev);
-        if (fail == CL_SUCCESS) others.push_back(ev);
-        else failed = "clEnqueueReadBuffer";
-      }
+      transfer(false);
       clFlush(q);  // the wait below sleeps: nothing else would submit it
     } else {
       // Chunks of whole work-groups; chunk c on queue c % 2: upload, kernel,
@@ -420,9 +431,8 @@ class compiled_kernel {
     if (presync)
       for (const to_sync& t : syncs) detail::cl_space::presynced(t.m, t.r.begin, t.r.end - t.r.begin);
     for (auto& cb : chunked) {
-      coh::range r{sh.begin * cb.row, sh.end * cb.row};
-      if (cb.upload) coh::copied(*cb.b, &space, r);
-      else coh::copied(*cb.b, nullptr, r, &space);
+      if (cb.upload) coh::copied(*cb.b, &space, cb.r);
+      else coh::copied(*cb.b, nullptr, cb.r, &space);
     }
     for (auto& x : acc) x.reset();  // unpin; mapped spaces sync to the host here
     share_timing t;
