@@ -59,6 +59,49 @@ TEST_CASE("map splits a large unit over the workers", "[runtime]") {
   CHECK(s.stats().parallel_fors >= 1);
 }
 
+namespace {
+// One byte threshold as a noexcept leaf (its loop runs under `omp simd`) and
+// as a leaf that may throw (the plain loop); an index leaf beside them.
+struct threshold_nothrow {
+  std::uint8_t lo;
+  void operator()(std::uint8_t v, std::uint8_t* o) const noexcept { *o = v < lo ? 0 : v; }
+};
+struct threshold_may_throw {
+  std::uint8_t lo;
+  void operator()(std::uint8_t v, std::uint8_t* o) const { *o = v < lo ? 0 : v; }
+};
+struct index_nothrow {
+  void operator()(sinew::index i, std::uint32_t v, std::uint32_t* o) const noexcept { *o = v + std::uint32_t(i.linear); }
+};
+}  // namespace
+
+TEST_CASE("noexcept per-element leaves (the simd loop) and throwing ones agree on every element", "[runtime]") {
+  static_assert(noexcept(threshold_nothrow{1}(std::uint8_t{}, nullptr)));
+  static_assert(!noexcept(threshold_may_throw{1}(std::uint8_t{}, nullptr)));
+  tbb_scheduler s(2);
+  // Sizes off the vector widths, split over the workers and not.
+  for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(1000), std::size_t(1 << 20) + 13}) {
+    std::vector<std::uint8_t> x(n), a, b;
+    for (std::size_t i = 0; i < n; ++i) x[i] = std::uint8_t(i * 37 + i / 251);
+    graph ga(map<threshold_nothrow>({100}), {.scheduler = &s});
+    graph gb(map<threshold_may_throw>({100}), {.scheduler = &s});
+    ga.run(from_arrays(x), into_arrays(a)).get();
+    gb.run(from_arrays(x), into_arrays(b)).get();
+    REQUIRE(a.size() == n);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) bad += a[i] != (x[i] < 100 ? 0 : x[i]);
+    CHECK(bad == 0);
+    CHECK(a == b);
+    std::vector<std::uint32_t> u(n, 5), w;
+    graph gi(map<index_nothrow>(), {.scheduler = &s});
+    gi.run(from_arrays(u), into_arrays(w)).get();
+    REQUIRE(w.size() == n);
+    bad = 0;
+    for (std::size_t i = 0; i < n; ++i) bad += w[i] != 5 + std::uint32_t(i);
+    CHECK(bad == 0);
+  }
+}
+
 TEST_CASE("a leaf with several inputs and outputs", "[runtime]") {
   std::vector<int> a(10000), b(10000), s, d;
   for (int i = 0; i < 10000; ++i) a[std::size_t(i)] = i, b[std::size_t(i)] = 3 * i;
