@@ -210,14 +210,14 @@ class compiled_kernel {
     const bool overlap = copies && s_.chunks > 1 && sh.size() > 1;
     // Copy mode: the transfers a run enqueues on the kernel's queue itself
     // (non-blocking, one wait for all), per chunk when it overlaps them.
-    struct chunked_buffer {
+    struct queued_transfer {
       buffer* b;
       cl_mem m;
       std::size_t row;  // bytes per outermost index
       bool upload;      // else download
       coh::range r;     // the bytes moved in all (recorded with coh::copied)
     };
-    std::vector<chunked_buffer> chunked;
+    std::vector<queued_transfer> queued;
     // Unified memory: the buffers the kernel writes, made visible to the
     // host right behind it (see below).
     struct to_sync {
@@ -256,7 +256,7 @@ class compiled_kernel {
           const std::size_t row = inner * es;
           coh::range share{sh.begin * row, sh.end * row};
           coh::range rd{}, wr{};
-          bool chunk_in = false;
+          bool upload_here = false;
           if (!is_out) {
             rd = x.whole ? coh::range{0, outer * row}
                          : coh::range{(sh.begin > x.halo ? sh.begin - x.halo : 0) * row,
@@ -265,7 +265,7 @@ class compiled_kernel {
             // telling anyone: the host copy wins over device copies then.
             if (copies && covers(coh::valid_ranges(b, 0), rd)) {
               coh::host_write(b, rd);
-              chunk_in = !overlap || (!x.whole && !x.halo);
+              upload_here = !overlap || (!x.whole && !x.halo);
             }
           }
           if (x.kind != arg::kind::input) wr = share;
@@ -274,10 +274,10 @@ class compiled_kernel {
           // queue (a blocking write, the kernel, a wait and a blocking read
           // would be three round trips); the access then only allocates and
           // pins the device copy.
-          acc[i].emplace(b, space, chunk_in ? coh::range{} : rd, wr);
-          if (chunk_in) chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true, rd});
+          acc[i].emplace(b, space, upload_here ? coh::range{} : rd, wr);
+          if (upload_here) queued.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, true, rd});
           if (copies && x.kind != arg::kind::input && !s_.keep_on_device)
-            chunked.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false, wr});
+            queued.push_back({&b, static_cast<cl_mem>(acc[i]->handle()), row, false, wr});
           cl_mem m = static_cast<cl_mem>(acc[i]->handle());
           if (sync_here) syncs.push_back({m, wr});
           e = clSetKernelArg(k, cl_uint(i), sizeof m, &m);
@@ -346,7 +346,7 @@ class compiled_kernel {
       cl_command_queue q = d_->queue();
       // In order on q: the uploads, the kernel, then (below) the downloads.
       const auto transfer = [&](bool up) {
-        for (auto& cb : chunked) {
+        for (auto& cb : queued) {
           if (cb.upload != up || fail != CL_SUCCESS) continue;
           cl_event ev = nullptr;
           char* host = static_cast<char*>(cb.b->data()) + cb.r.begin;
@@ -391,7 +391,7 @@ class compiled_kernel {
         const std::size_t e = std::min(sh.end, b + per);
         cl_command_queue q = d_->queues[c & 1];
         std::vector<cl_event> ups;
-        for (auto& cb : chunked) {
+        for (auto& cb : queued) {
           if (!cb.upload) continue;
           cl_event ev = nullptr;
           fail = clEnqueueWriteBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
@@ -405,7 +405,7 @@ class compiled_kernel {
         fail = enqueue(q, b, e, cl_uint(ups.size()), ups.empty() ? nullptr : ups.data(), &kev);
         if (fail != CL_SUCCESS) { failed = "clEnqueueNDRangeKernel"; break; }
         kernels.push_back(kev);
-        for (auto& cb : chunked) {
+        for (auto& cb : queued) {
           if (cb.upload) continue;
           cl_event ev = nullptr;
           fail = clEnqueueReadBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
@@ -430,7 +430,7 @@ class compiled_kernel {
     check(we, "kernel execution", where_);
     if (presync)
       for (const to_sync& t : syncs) detail::cl_space::presynced(t.m, t.r.begin, t.r.end - t.r.begin);
-    for (auto& cb : chunked) {
+    for (auto& cb : queued) {
       if (cb.upload) coh::copied(*cb.b, &space, cb.r);
       else coh::copied(*cb.b, nullptr, cb.r, &space);
     }
