@@ -342,19 +342,28 @@ class compiled_kernel {
     cl_int fail = CL_SUCCESS;
     const char* failed = nullptr;
     bool presync = false;
+    // Enqueues cb's transfer of bytes [from, to) on q behind `wait`, without
+    // blocking; its event joins `others` (null, and `failed` set, when it
+    // cannot be queued).
+    const auto queue_transfer = [&](cl_command_queue q, const queued_transfer& cb, std::size_t from, std::size_t to,
+                                    cl_uint nwait, const cl_event* wait) -> cl_event {
+      cl_event ev = nullptr;
+      char* host = static_cast<char*>(cb.b->data()) + from;
+      fail = cb.upload ? clEnqueueWriteBuffer(q, cb.m, CL_FALSE, from, to - from, host, nwait, wait, &ev)
+                       : clEnqueueReadBuffer(q, cb.m, CL_FALSE, from, to - from, host, nwait, wait, &ev);
+      if (fail != CL_SUCCESS) {
+        failed = cb.upload ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+        return nullptr;
+      }
+      others.push_back(ev);
+      return ev;
+    };
     if (!overlap) {
       cl_command_queue q = d_->queue();
       // In order on q: the uploads, the kernel, then (below) the downloads.
       const auto transfer = [&](bool up) {
-        for (auto& cb : queued) {
-          if (cb.upload != up || fail != CL_SUCCESS) continue;
-          cl_event ev = nullptr;
-          char* host = static_cast<char*>(cb.b->data()) + cb.r.begin;
-          fail = up ? clEnqueueWriteBuffer(q, cb.m, CL_FALSE, cb.r.begin, cb.r.end - cb.r.begin, host, 0, nullptr, &ev)
-                    : clEnqueueReadBuffer(q, cb.m, CL_FALSE, cb.r.begin, cb.r.end - cb.r.begin, host, 0, nullptr, &ev);
-          if (fail == CL_SUCCESS) others.push_back(ev);
-          else failed = up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-        }
+        for (auto& cb : queued)
+          if (cb.upload == up && fail == CL_SUCCESS) queue_transfer(q, cb, cb.r.begin, cb.r.end, 0, nullptr);
       };
       transfer(true);
       cl_event ev = nullptr;
@@ -393,26 +402,17 @@ class compiled_kernel {
         std::vector<cl_event> ups;
         for (auto& cb : queued) {
           if (!cb.upload) continue;
-          cl_event ev = nullptr;
-          fail = clEnqueueWriteBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
-                                      static_cast<char*>(cb.b->data()) + b * cb.row, 0, nullptr, &ev);
-          if (fail != CL_SUCCESS) { failed = "clEnqueueWriteBuffer"; break; }
+          cl_event ev = queue_transfer(q, cb, b * cb.row, e * cb.row, 0, nullptr);
+          if (!ev) break;
           ups.push_back(ev);
-          others.push_back(ev);
         }
         if (fail != CL_SUCCESS) break;
         cl_event kev = nullptr;
         fail = enqueue(q, b, e, cl_uint(ups.size()), ups.empty() ? nullptr : ups.data(), &kev);
         if (fail != CL_SUCCESS) { failed = "clEnqueueNDRangeKernel"; break; }
         kernels.push_back(kev);
-        for (auto& cb : queued) {
-          if (cb.upload) continue;
-          cl_event ev = nullptr;
-          fail = clEnqueueReadBuffer(q, cb.m, CL_FALSE, b * cb.row, (e - b) * cb.row,
-                                     static_cast<char*>(cb.b->data()) + b * cb.row, 1, &kev, &ev);
-          if (fail != CL_SUCCESS) { failed = "clEnqueueReadBuffer"; break; }
-          others.push_back(ev);
-        }
+        for (auto& cb : queued)
+          if (!cb.upload && !queue_transfer(q, cb, b * cb.row, e * cb.row, 1, &kev)) break;
       }
       for (cl_command_queue q : d_->queues) clFlush(q);
     }
